@@ -1,0 +1,60 @@
+# weir - the two commands:
+#   make run    install what is missing, build a release build, run the main job
+#   make test   install what is missing, build with sanitizers, run every test
+#
+# build/       release build (the binary, the libraries, benchmarks)
+# build-asan/  gcc, AddressSanitizer + UndefinedBehaviorSanitizer: every test
+# build-tsan/  clang, ThreadSanitizer: the threaded tests
+# build-fuzz/  clang, libFuzzer targets (make fuzz)
+
+MAKEFLAGS += --no-print-directory
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE ?= cmake
+# -Werror in CI (CI=true), plain warnings for local builds.
+WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build run test test-asan test-tsan fuzz bench format format-check clean
+
+all: build
+
+deps:
+	@scripts/deps.sh
+
+build: deps
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) --build build -j $(JOBS)
+
+run: build
+	./build/weir sim
+
+test: deps test-asan test-tsan
+
+test-asan:
+	CC=gcc $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	    -DWEIR_SANITIZE=address,undefined -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) --build build-asan -j $(JOBS)
+	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
+
+test-tsan:
+	CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	    -DWEIR_SANITIZE=thread -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) --build build-tsan -j $(JOBS)
+	ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -L threads
+
+fuzz: deps
+	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_FUZZ=ON >/dev/null
+	$(CMAKE) --build build-fuzz -j $(JOBS)
+	scripts/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
+bench: build
+	./build/weir-bench
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+format-check:
+	scripts/format-check.sh
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,0 +1,222 @@
+/*
+ * weir/algo.h - the rate limiting algorithms as pure step functions.
+ *
+ * Each algorithm is a function of (limit, state, now, hits) that returns a
+ * verdict and, when it admits, updates the state. There is no clock, no
+ * allocation, no lock and no global state here: an embedder that keeps its
+ * own state (in shared memory, in a struct of its own) calls these directly.
+ *
+ * Conventions shared by every function in this header:
+ *   - time is int64 microseconds chosen by the caller (`now_us`); any origin
+ *     works, but fixed and sliding windows align to multiples of the window
+ *     counted from 0, so the Unix epoch gives UTC-aligned windows;
+ *   - arithmetic is integer only and saturating: no decision depends on
+ *     floating point, and a decision is exactly reproducible;
+ *   - a clock that goes backwards never grants extra quota: the state
+ *     remembers the latest time it has seen and treats an earlier `now_us`
+ *     as that time;
+ *   - `hits` is the cost of the request; `hits == 0` peeks: it reports
+ *     whether a request of cost 1 would be admitted now and changes nothing;
+ *   - a denied request never changes the state (it consumes nothing);
+ *   - a zero-filled state buffer of weir_state_size() bytes is a fresh key
+ *     (full quota), so states can be allocated with calloc() or zeroed
+ *     shared memory and need no constructor.
+ *
+ * Thread safety: the functions are reentrant; the caller serialises calls
+ * that share one state buffer.
+ */
+#ifndef WEIR_ALGO_H
+#define WEIR_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/export.h"
+#include "weir/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(ENUM, number, config name, needs a variable-size state) */
+#define WEIR_ALGORITHM_MAP(X)                          \
+    X(TOKEN_BUCKET, 1, "token_bucket", 0)              \
+    X(GCRA, 2, "gcra", 0)                              \
+    X(LEAKY_BUCKET, 3, "leaky_bucket", 0)              \
+    X(LEAKY_SHAPER, 4, "leaky_bucket_shaper", 0)       \
+    X(FIXED_WINDOW, 5, "fixed_window", 0)              \
+    X(SLIDING_LOG, 6, "sliding_window_log", 1)         \
+    X(SLIDING_COUNTER, 7, "sliding_window_counter", 0) \
+    X(CONCURRENCY, 8, "concurrency", 1)
+
+typedef enum weir_algorithm {
+#define WEIR_ALGO_ENUM_(e, num, name, var) WEIR_ALGO_##e = (num),
+    WEIR_ALGORITHM_MAP(WEIR_ALGO_ENUM_)
+#undef WEIR_ALGO_ENUM_
+} weir_algorithm;
+
+/** Number of algorithms in WEIR_ALGORITHM_MAP (their numbers are 1..N). */
+#define WEIR_ALGORITHM_COUNT 8
+
+/** `retry_after_us` value meaning "this cost can never be admitted". */
+#define WEIR_NEVER ((int64_t)-1)
+
+/* Caps. A limit outside them is refused by weir_limit_compile(). */
+#define WEIR_MAX_LIMIT UINT32_MAX                      /* requests per window */
+#define WEIR_MAX_WINDOW_US ((int64_t)3155760000000000) /* 100 years */
+#define WEIR_MAX_LOG_ENTRIES 65536u                    /* sliding log: limit cap */
+#define WEIR_MAX_LEASES 65536u                         /* concurrency: limit cap */
+#define WEIR_MAX_SUB_WINDOWS 1024u                     /* sliding counter buckets */
+
+/** Size of the fixed-size state used by every algorithm but the sliding
+ *  log, the multi-bucket sliding counter and the concurrency limiter. */
+#define WEIR_STATE_FIXED_BYTES 16u
+
+/**
+ * What the caller asks for. Fields left 0 take the algorithm's default
+ * (docs/ALGORITHMS.md gives each one's meaning and default).
+ */
+typedef struct weir_limit_spec {
+    weir_algorithm algorithm;
+    /** Requests per window; 0 bans (every request denied, retry "never"). */
+    uint64_t limit;
+    /** Window length in microseconds, 1 .. WEIR_MAX_WINDOW_US. For the
+     *  concurrency limiter this is the lease timeout. */
+    int64_t window_us;
+    /** Most requests admitted at once from rest (bucket algorithms and
+     *  GCRA). 0 = default: `limit` for the token bucket and the shaper's
+     *  queue, 1 (strict spacing, NGINX's burst=0) for GCRA and the leaky
+     *  bucket policer. Ignored by the window algorithms. */
+    uint64_t burst;
+    /** Sliding window counter only: number of sub-windows k. 0 or 1 = the
+     *  classic two-window counter (fixed-size state); k > 1 keeps k+1
+     *  counters and `window_us` must be a multiple of k. */
+    uint32_t sub_windows;
+} weir_limit_spec;
+
+/**
+ * A validated limit with its derived constants. Produced by
+ * weir_limit_compile(); treat it as read-only and pass it by pointer. It
+ * holds no pointers and can be copied with memcpy.
+ */
+typedef struct weir_limit {
+    weir_algorithm algorithm;
+    uint32_t sub_windows; /* >= 1 for the sliding counter, else 0 */
+    uint64_t limit;
+    int64_t window_us;
+    uint64_t burst; /* defaults applied */
+    /* derived constants (meaning depends on the algorithm) */
+    int64_t unit;     /* bucket: scaled units per request; GCRA: ns per request */
+    int64_t rate;     /* bucket: scaled units drained per microsecond */
+    int64_t capacity; /* bucket: burst * unit; GCRA: burst * unit (ns) */
+    uint32_t state_bytes;
+    uint32_t reserved_;
+} weir_limit;
+
+/** The verdict of one step. */
+typedef struct weir_result {
+    /** Whether the request is admitted (a denial is data, not an error). */
+    bool allowed;
+    /** The most `remaining` can ever be: the burst capacity for the bucket
+     *  algorithms and GCRA, the limit for the others. */
+    uint64_t limit;
+    /** Requests of cost 1 that would be admitted right after this one. */
+    uint64_t remaining;
+    /** Microseconds until the key is back at rest (a fresh state). */
+    int64_t reset_after_us;
+    /** 0 when admitted. When denied: microseconds after which the same
+     *  request, with no other traffic, is admitted (waiting exactly this
+     *  long is enough), or WEIR_NEVER when the cost exceeds what the key
+     *  can ever admit. For the concurrency limiter it is the time until
+     *  enough leases time out, an upper bound (releases may come earlier). */
+    int64_t retry_after_us;
+    /** Leaky bucket shaper: microseconds the admitted request should wait
+     *  before it proceeds. 0 for every other algorithm. */
+    int64_t delay_us;
+    /** Concurrency limiter: the lease id of an admitted acquire, to pass to
+     *  weir_release(). 0 otherwise. */
+    uint64_t lease;
+} weir_result;
+
+/**
+ * weir_limit_compile() - validate a spec and derive the step constants.
+ *
+ * @spec: the request (borrowed, not kept).
+ * @out:  written only on success.
+ *
+ * Returns WEIR_OK; WEIR_EINVAL for a NULL pointer, an unknown algorithm, a
+ * window <= 0, or sub-windows that do not divide the window; WEIR_ERANGE
+ * for a value past a cap (limit, burst, window, log entries, leases,
+ * sub-windows) or a limit/window/burst combination whose exact integer
+ * representation would not fit in 63 bits. Thread-safe.
+ */
+WEIR_API weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out);
+
+/**
+ * weir_state_size() - bytes of state one key needs under @lim.
+ *
+ * WEIR_STATE_FIXED_BYTES for the fixed-size algorithms; for the sliding log
+ * 8 + 8 * limit, for the k-bucket counter 8 + 4 * (k + 1), for the
+ * concurrency limiter 16 + 24 * limit. The buffer must be 8-byte aligned and
+ * zero-filled before first use.
+ */
+WEIR_API size_t weir_state_size(const weir_limit *lim);
+
+/**
+ * weir_step() - decide one request and, if admitted, charge it.
+ *
+ * @lim:    a compiled limit.
+ * @state:  weir_state_size(lim) bytes; updated only when the request is
+ *          admitted with hits > 0.
+ * @now_us: the time of the request.
+ * @hits:   the cost; 0 peeks (see the header comment).
+ * @res:    the verdict; written only on success.
+ *
+ * For the concurrency limiter an admitted step is an acquire that creates a
+ * lease of @hits units (res->lease).
+ *
+ * Returns WEIR_OK (admitted or denied, see res->allowed); WEIR_EINVAL for a
+ * NULL pointer or a state whose bookkeeping is out of range (it was not
+ * produced by these functions under the same limit). Never allocates.
+ */
+WEIR_API weir_status weir_step(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                               weir_result *res);
+
+/**
+ * weir_check() - the verdict weir_step() would give, without changing
+ * anything. Used to check several limits before charging any of them.
+ * Same arguments, returns and guarantees as weir_step(), except that
+ * @state is not written and res->lease is 0.
+ */
+WEIR_API weir_status weir_check(const weir_limit *lim, const void *state, int64_t now_us,
+                                uint64_t hits, weir_result *res);
+
+/**
+ * weir_release() - give back a concurrency lease.
+ *
+ * @lease: an id from an admitted weir_step() on the same state.
+ * @res:   the state after the release (allowed = true); written on success.
+ *
+ * Returns WEIR_OK; WEIR_ENOLEASE when no such lease is held (already
+ * released, or reaped after the lease timeout); WEIR_EALGO when @lim is not
+ * a concurrency limit; WEIR_EINVAL for NULL pointers or a corrupt state.
+ */
+WEIR_API weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us,
+                                  uint64_t lease, weir_result *res);
+
+/** The config name of an algorithm ("token_bucket", ...), or NULL. */
+WEIR_API const char *weir_algorithm_name(weir_algorithm algo);
+
+/**
+ * weir_algorithm_parse() - look up an algorithm by its config name.
+ * @name is NUL-terminated and compared case-insensitively. Returns WEIR_OK
+ * and writes @out, or WEIR_EINVAL for an unknown name or a NULL pointer.
+ */
+WEIR_API weir_status weir_algorithm_parse(const char *name, weir_algorithm *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_ALGO_H */

@@ -1,0 +1,178 @@
+/*
+ * weir/store.h - where rate limit state lives.
+ *
+ * A store takes a batch of operations and completes it asynchronously: the
+ * interface is the same for the in-process memory store (which completes
+ * inline, before weir_store_submit() returns) and for networked stores
+ * (which complete later, from their event loop). Callers are written
+ * against the asynchronous contract and lose nothing when it is inline.
+ *
+ * A store decides with the same pure step functions as weir/algo.h, so a
+ * key gives the same verdicts whichever store holds it. Backend failures are
+ * errors (a status); whether they fail open or closed is the caller's
+ * policy, never the store's.
+ */
+#ifndef WEIR_STORE_H
+#define WEIR_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/algo.h"
+#include "weir/context.h"
+#include "weir/export.h"
+#include "weir/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weir_store weir_store;
+
+/** Longest key a store accepts, in bytes. */
+#define WEIR_MAX_KEY_BYTES 4096u
+/** Most operations in one batch. */
+#define WEIR_MAX_BATCH 4096u
+
+typedef enum weir_op_kind {
+    /** Decide and, if admitted, charge `hits` (an acquire for the
+     *  concurrency limiter). */
+    WEIR_OP_TAKE = 0,
+    /** Decide without charging (weir_check()); never creates a key. */
+    WEIR_OP_CHECK = 1,
+    /** Give back concurrency lease `lease`. */
+    WEIR_OP_RELEASE = 2
+} weir_op_kind;
+
+/** One operation of a batch. Inputs are borrowed until completion. */
+typedef struct weir_op {
+    /* inputs */
+    const void *key;
+    size_t key_len; /* 1 .. WEIR_MAX_KEY_BYTES */
+    const weir_limit *limit;
+    uint64_t hits;
+    uint64_t lease; /* WEIR_OP_RELEASE only */
+    weir_op_kind kind;
+    /* outputs, valid when the batch completes */
+    weir_status status; /* per operation: WEIR_OK, or why this one failed */
+    weir_result result; /* valid when status == WEIR_OK */
+} weir_op;
+
+/** Batch flag: decide every TAKE first and charge them only if all are
+ *  admitted, atomically (check all, then charge all). When one is denied,
+ *  none is charged and every op reports what it would have got. */
+#define WEIR_BATCH_ATOMIC 1u
+
+/**
+ * Completion callback: called exactly once per accepted batch, with the
+ * batch's ops (their outputs filled) and the batch status (WEIR_OK, or an
+ * error that applies to the whole batch such as WEIR_EUNAVAIL). Never
+ * called when weir_store_submit() returned an error.
+ */
+typedef void (*weir_store_cb)(void *arg, weir_op *ops, size_t n, weir_status status);
+
+/**
+ * weir_store_submit() - run a batch of operations.
+ *
+ * @ops:    n ops; the array and what it points to stay borrowed until the
+ *          callback runs.
+ * @now_us: one time for the whole batch (a networked store may substitute
+ *          its own shared clock).
+ * @flags:  0 or WEIR_BATCH_ATOMIC.
+ * @cb:     completion callback (required).
+ *
+ * Returns WEIR_OK when the batch was accepted (the callback will run; for
+ * an inline store it has already run); WEIR_EINVAL for NULL pointers, n == 0
+ * or n > WEIR_MAX_BATCH, or unknown flags. Thread-safety is the store's:
+ * the memory store is fully thread-safe.
+ */
+WEIR_API weir_status weir_store_submit(weir_store *store, weir_op *ops, size_t n, int64_t now_us,
+                                       unsigned flags, weir_store_cb cb, void *arg);
+
+/** Counters a store keeps. */
+typedef struct weir_store_stats {
+    uint64_t keys;        /* keys held now */
+    uint64_t bytes;       /* bytes held now (tables, entries, keys, states) */
+    uint64_t max_bytes;   /* the cap, 0 = none */
+    uint64_t evictions;   /* keys removed under the cap while still active */
+    uint64_t expirations; /* keys removed because they were back at rest */
+} weir_store_stats;
+
+/** Fill @out with the store's counters. Returns WEIR_OK or WEIR_EINVAL.
+ *  Thread-safe; the numbers are a consistent-enough snapshot, each exact. */
+WEIR_API weir_status weir_store_stats_get(weir_store *store, weir_store_stats *out);
+
+/** Free a store and every key in it. Batches in flight complete first
+ *  (with WEIR_ECLOSED for a networked store). NULL is a no-op. */
+WEIR_API void weir_store_free(weir_store *store);
+
+/* ------------------------------------------------------------------------ */
+/* The memory store                                                         */
+
+typedef struct weir_memstore_options {
+    /** sizeof(weir_memstore_options). */
+    size_t size;
+    /** Memory cap in bytes for everything the store holds; 0 = no cap. When
+     *  a new key would cross it, keys back at rest are removed first, then
+     *  active keys (those under their limit before those over it). */
+    uint64_t max_bytes;
+    /** Number of shards (locks), a power of two 1 .. 1024; 0 = 64. */
+    uint32_t shards;
+    /** Entries examined for expiry per new key (incremental sweep);
+     *  0 = default 4. */
+    uint32_t sweep_step;
+    /** Hash secret seed; 0 = random from the operating system. A fixed
+     *  seed is for reproducible tests only: it makes hash flooding
+     *  possible. */
+    uint64_t seed;
+} weir_memstore_options;
+
+/**
+ * weir_memstore_new() - create a sharded in-process store.
+ *
+ * @ctx:  its allocator is used for everything; must outlive the store.
+ * @opts: may be NULL for defaults. Copied.
+ *
+ * Returns WEIR_OK; WEIR_EINVAL (NULL ctx/out, bad opts->size, shards not a
+ * power of two or too many); WEIR_ENOMEM; WEIR_EIO when no random seed
+ * could be read. Thread-safe.
+ */
+WEIR_API weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts,
+                                       weir_store **out);
+
+/**
+ * weir_memstore_run() - the memory store's synchronous batch call.
+ *
+ * Same semantics as weir_store_submit() without the callback: when it
+ * returns WEIR_OK every op's status and result are filled. Keys are hashed
+ * and their buckets prefetched ahead of the decisions, so a batch costs less
+ * per decision than single calls. Returns WEIR_EINVAL for a store that is
+ * not a memory store or bad arguments. Thread-safe.
+ */
+WEIR_API weir_status weir_memstore_run(weir_store *store, weir_op *ops, size_t n, int64_t now_us,
+                                       unsigned flags);
+
+/**
+ * weir_memstore_take() - one TAKE on the memory store, synchronously.
+ *
+ * Returns WEIR_OK with @res filled; WEIR_EINVAL (bad arguments, empty or
+ * too long key, not a memory store); WEIR_ENOMEM or WEIR_ETOOBIG when the
+ * key cannot be stored. Thread-safe.
+ */
+WEIR_API weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_len,
+                                        const weir_limit *lim, int64_t now_us, uint64_t hits,
+                                        weir_result *res);
+
+/**
+ * weir_memstore_sweep() - remove up to @max_entries keys that are back at
+ * rest at @now_us, continuing where the last sweep stopped. For a timer in a
+ * long-running process; decisions also sweep a few entries as they go.
+ * Returns the number removed (0 for a NULL or non-memory store).
+ */
+WEIR_API size_t weir_memstore_sweep(weir_store *store, int64_t now_us, size_t max_entries);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_STORE_H */

@@ -1,0 +1,31 @@
+/*
+ * weir/weir.h - libweir, the whole public contract in one include.
+ *
+ *   weir/status.h   status codes and weir_strerror()
+ *   weir/context.h  per-context allocator, clock and log hook
+ *   weir/algo.h     the algorithms as pure step functions
+ *   weir/store.h    the asynchronous store interface and the memory store
+ *
+ * docs/API.md walks through a first program.
+ */
+#ifndef WEIR_WEIR_H
+#define WEIR_WEIR_H
+
+#include "weir/algo.h"
+#include "weir/context.h"
+#include "weir/export.h"
+#include "weir/status.h"
+#include "weir/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The library's version string, e.g. "0.1.0". */
+WEIR_API const char *weir_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_WEIR_H */

@@ -1,0 +1,91 @@
+/*
+ * bucket.c - the token bucket, the leaky bucket policer and the leaky
+ * bucket shaper: one bucket, three policies.
+ *
+ * The state is the bucket's level (how full it is) and the time it was last
+ * drained. A token bucket's missing tokens and a leaky bucket's water are the
+ * same number, so the three share this code and differ only in defaults and
+ * in what an admission returns (the shaper returns a delay).
+ *
+ * Exactness: the level is kept in units of 1/unit of a request, where
+ * unit = window / gcd(limit, window) and the bucket drains rate =
+ * limit / gcd(limit, window) units per microsecond. Both are integers, so
+ * refill is exact with no rounding drift. Invariant: 0 <= level <= capacity
+ * = burst * unit.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/arith.h"
+
+typedef struct bucket_state {
+    int64_t level;
+    int64_t last_us;
+} bucket_state;
+
+static int64_t gcd64(int64_t a, int64_t b)
+{
+    while (b) {
+        int64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+weir_status weir__bucket_compile(weir_limit *l)
+{
+    int64_t lim = (int64_t)l->limit;
+    int64_t g = gcd64(lim, l->window_us);
+    l->unit = l->window_us / g;
+    l->rate = lim / g;
+    /* Headroom of 4x keeps level + cost from overflowing before the
+     * comparison with the capacity. */
+    if (l->unit > INT64_MAX / 4 / (int64_t)l->burst)
+        return WEIR_ERANGE;
+    l->capacity = l->unit * (int64_t)l->burst;
+    return WEIR_OK;
+}
+
+weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                uint64_t hits, weir_result *res)
+{
+    bucket_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.level < 0 || s.level > lim->capacity || s.last_us < 0)
+        return WEIR_EINVAL;
+
+    /* A clock that went backwards drains nothing. */
+    int64_t t = max64(now_us, s.last_us);
+    int64_t elapsed = t - s.last_us;
+    int64_t level = s.level;
+    if (level > 0) {
+        int64_t to_empty = ceil_div(level, lim->rate);
+        level = elapsed >= to_empty ? 0 : level - elapsed * lim->rate;
+    }
+
+    memset(res, 0, sizeof(*res));
+    res->limit = lim->burst;
+    int64_t need = sat_mul_u(hits ? hits : 1, lim->unit);
+    bool never = hits > lim->burst;
+    res->allowed = !never && need <= lim->capacity - level;
+
+    int64_t after = level;
+    if (res->allowed) {
+        if (lim->algorithm == WEIR_ALGO_LEAKY_SHAPER && hits > 0)
+            res->delay_us = ceil_div(level, lim->rate);
+        if (hits > 0) {
+            after = level + need;
+            if (out) {
+                bucket_state n = {after, t};
+                memcpy(out, &n, sizeof(n));
+            }
+        }
+    } else {
+        res->retry_after_us =
+            never ? WEIR_NEVER : ceil_div(level + need - lim->capacity, lim->rate) + (t - now_us);
+    }
+    res->remaining = (uint64_t)((lim->capacity - after) / lim->unit);
+    res->reset_after_us = ceil_div(after, lim->rate) + (after ? t - now_us : 0);
+    return WEIR_OK;
+}

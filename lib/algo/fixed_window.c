@@ -1,0 +1,54 @@
+/*
+ * fixed_window.c - a counter per window, windows aligned to multiples of the
+ * window length from time 0 (the Unix epoch for wall-clock time), the
+ * behaviour of envoyproxy/ratelimit.
+ *
+ * The state is the index of the window the count belongs to and the count.
+ * A count from an older window is zero in the current one. A time that maps
+ * to an older window than the state's (the clock went backwards) is counted
+ * in the state's window: it never opens a fresh one early.
+ * Invariant: 0 <= count <= limit.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/arith.h"
+
+typedef struct fixed_state {
+    int64_t window;
+    uint64_t count;
+} fixed_state;
+
+weir_status weir__fixed_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                               uint64_t hits, weir_result *res)
+{
+    fixed_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.window < 0 || s.count > lim->limit)
+        return WEIR_EINVAL;
+
+    int64_t w = now_us / lim->window_us;
+    uint64_t count = 0;
+    if (w <= s.window) {
+        w = s.window;
+        count = s.count;
+    }
+    int64_t end = sat_mul(sat_add(w, 1), lim->window_us);
+    uint64_t need = hits ? hits : 1;
+
+    memset(res, 0, sizeof(*res));
+    res->limit = lim->limit;
+    res->allowed = need <= lim->limit - count;
+    if (res->allowed && hits > 0) {
+        count += hits;
+        if (out) {
+            fixed_state n = {w, count};
+            memcpy(out, &n, sizeof(n));
+        }
+    } else if (!res->allowed) {
+        res->retry_after_us = need > lim->limit ? WEIR_NEVER : end - now_us;
+    }
+    res->remaining = lim->limit - count;
+    res->reset_after_us = count ? end - now_us : 0;
+    return WEIR_OK;
+}

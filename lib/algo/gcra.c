@@ -1,0 +1,69 @@
+/*
+ * gcra.c - the generic cell rate algorithm: one timestamp per key.
+ *
+ * The state is the theoretical arrival time (TAT) of the next request, in
+ * nanoseconds: the time at which the key would be back at rest. Each
+ * admitted request of cost h pushes it h emission intervals T = window /
+ * limit into the future; a request is admitted while TAT - now stays within
+ * burst * T. Keeping TAT in nanoseconds makes T exact to 1 ns for any rate a
+ * uint32 limit can express; T is rounded up, so rounding never admits more
+ * than the limit. Invariant: TAT >= 0; a TAT in the past is a key at rest.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/arith.h"
+
+#define NS_PER_US 1000
+
+typedef struct gcra_state {
+    int64_t tat_ns;
+    int64_t reserved;
+} gcra_state;
+
+weir_status weir__gcra_compile(weir_limit *l)
+{
+    /* window_us <= WEIR_MAX_WINDOW_US, so window_ns fits in 63 bits */
+    int64_t window_ns = l->window_us * NS_PER_US;
+    l->unit = ceil_div(window_ns, (int64_t)l->limit);
+    if (l->unit > INT64_MAX / 4 / (int64_t)l->burst)
+        return WEIR_ERANGE;
+    l->capacity = l->unit * (int64_t)l->burst;
+    l->rate = 0;
+    return WEIR_OK;
+}
+
+weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                              uint64_t hits, weir_result *res)
+{
+    gcra_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.tat_ns < 0)
+        return WEIR_EINVAL;
+
+    int64_t t = sat_mul(now_us, NS_PER_US);
+    /* A clock that went backwards sees a TAT further away: never more quota. */
+    int64_t tat = max64(s.tat_ns, t);
+    int64_t need = sat_mul_u(hits ? hits : 1, lim->unit);
+    bool never = hits > lim->burst;
+
+    memset(res, 0, sizeof(*res));
+    res->limit = lim->burst;
+    int64_t backlog = tat - t; /* >= 0 */
+    res->allowed = !never && need <= lim->capacity - backlog;
+
+    if (res->allowed && hits > 0) {
+        backlog += need;
+        if (out) {
+            gcra_state n = {sat_add(tat, need), 0};
+            memcpy(out, &n, sizeof(n));
+        }
+    } else if (!res->allowed) {
+        res->retry_after_us =
+            never ? WEIR_NEVER : ceil_div(backlog + need - lim->capacity, NS_PER_US);
+    }
+    res->remaining =
+        backlog >= lim->capacity ? 0 : (uint64_t)((lim->capacity - backlog) / lim->unit);
+    res->reset_after_us = ceil_div(backlog, NS_PER_US);
+    return WEIR_OK;
+}

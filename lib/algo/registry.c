@@ -1,0 +1,218 @@
+/*
+ * registry.c - the algorithm table: names, defaults, state sizes, and the
+ * dispatch from weir_step()/weir_check()/weir_release() to each algorithm.
+ *
+ * Invariant: every compiled limit passed on to an algorithm has limit >= 1
+ * (a ban is answered here), a window within the caps, its defaults applied
+ * and its derived constants filled.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "algo/algo.h"
+
+typedef struct algo_row {
+    const char *name;
+    weir__decide_fn decide;
+} algo_row;
+
+static const algo_row rows[WEIR_ALGORITHM_COUNT + 1] = {
+    [WEIR_ALGO_TOKEN_BUCKET] = {"token_bucket", weir__bucket_decide},
+    [WEIR_ALGO_GCRA] = {"gcra", weir__gcra_decide},
+    [WEIR_ALGO_LEAKY_BUCKET] = {"leaky_bucket", weir__bucket_decide},
+    [WEIR_ALGO_LEAKY_SHAPER] = {"leaky_bucket_shaper", weir__bucket_decide},
+    [WEIR_ALGO_FIXED_WINDOW] = {"fixed_window", weir__fixed_decide},
+    [WEIR_ALGO_SLIDING_LOG] = {"sliding_window_log", weir__log_decide},
+    [WEIR_ALGO_SLIDING_COUNTER] = {"sliding_window_counter", weir__counter_decide},
+    [WEIR_ALGO_CONCURRENCY] = {"concurrency", weir__conc_decide},
+};
+
+static const algo_row *row_of(weir_algorithm algo)
+{
+    if ((int)algo < 1 || (int)algo > WEIR_ALGORITHM_COUNT)
+        return NULL;
+    return &rows[algo];
+}
+
+const char *weir_algorithm_name(weir_algorithm algo)
+{
+    const algo_row *r = row_of(algo);
+    return r ? r->name : NULL;
+}
+
+weir_status weir_algorithm_parse(const char *name, weir_algorithm *out)
+{
+    if (!name || !out)
+        return WEIR_EINVAL;
+    for (int i = 1; i <= WEIR_ALGORITHM_COUNT; i++) {
+        if (strcasecmp(name, rows[i].name) == 0) {
+            *out = (weir_algorithm)i;
+            return WEIR_OK;
+        }
+    }
+    return WEIR_EINVAL;
+}
+
+static uint64_t default_burst(weir_algorithm algo, uint64_t limit)
+{
+    switch (algo) {
+    case WEIR_ALGO_TOKEN_BUCKET:
+    case WEIR_ALGO_LEAKY_SHAPER:
+        return limit;
+    case WEIR_ALGO_GCRA:
+    case WEIR_ALGO_LEAKY_BUCKET:
+        return limit ? 1 : 0;
+    default:
+        /* the window algorithms and the concurrency limiter have no burst
+         * of their own: at most `limit` at once */
+        return limit;
+    }
+}
+
+static size_t state_bytes(const weir_limit *lim)
+{
+    switch (lim->algorithm) {
+    case WEIR_ALGO_SLIDING_LOG:
+        return 8 + 8 * (size_t)lim->limit;
+    case WEIR_ALGO_SLIDING_COUNTER:
+        if (lim->sub_windows <= 1)
+            return WEIR_STATE_FIXED_BYTES;
+        return 8 + 4 * ((size_t)lim->sub_windows + 1);
+    case WEIR_ALGO_CONCURRENCY:
+        return 16 + 24 * (size_t)lim->limit;
+    default:
+        return WEIR_STATE_FIXED_BYTES;
+    }
+}
+
+weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out)
+{
+    if (!spec || !out || !row_of(spec->algorithm))
+        return WEIR_EINVAL;
+    if (spec->window_us <= 0)
+        return WEIR_EINVAL;
+    if (spec->window_us > WEIR_MAX_WINDOW_US || spec->limit > WEIR_MAX_LIMIT ||
+        spec->burst > WEIR_MAX_LIMIT)
+        return WEIR_ERANGE;
+
+    weir_limit l;
+    memset(&l, 0, sizeof(l));
+    l.algorithm = spec->algorithm;
+    l.limit = spec->limit;
+    l.window_us = spec->window_us;
+    l.burst = spec->burst ? spec->burst : default_burst(spec->algorithm, spec->limit);
+    if (spec->limit == 0)
+        l.burst = 0;
+
+    switch (spec->algorithm) {
+    case WEIR_ALGO_TOKEN_BUCKET:
+    case WEIR_ALGO_LEAKY_BUCKET:
+    case WEIR_ALGO_LEAKY_SHAPER:
+        if (l.limit) {
+            weir_status st = weir__bucket_compile(&l);
+            if (st != WEIR_OK)
+                return st;
+        }
+        break;
+    case WEIR_ALGO_GCRA:
+        if (l.limit) {
+            weir_status st = weir__gcra_compile(&l);
+            if (st != WEIR_OK)
+                return st;
+        }
+        break;
+    case WEIR_ALGO_SLIDING_LOG:
+        if (l.limit > WEIR_MAX_LOG_ENTRIES)
+            return WEIR_ERANGE;
+        l.burst = l.limit;
+        break;
+    case WEIR_ALGO_CONCURRENCY:
+        if (l.limit > WEIR_MAX_LEASES)
+            return WEIR_ERANGE;
+        l.burst = l.limit;
+        break;
+    case WEIR_ALGO_SLIDING_COUNTER:
+        l.sub_windows = spec->sub_windows ? spec->sub_windows : 1;
+        if (l.sub_windows > WEIR_MAX_SUB_WINDOWS)
+            return WEIR_ERANGE;
+        if (spec->window_us % l.sub_windows != 0)
+            return WEIR_EINVAL;
+        l.burst = l.limit;
+        break;
+    case WEIR_ALGO_FIXED_WINDOW:
+        l.burst = l.limit;
+        break;
+    }
+    l.state_bytes = (uint32_t)state_bytes(&l);
+    *out = l;
+    return WEIR_OK;
+}
+
+size_t weir_state_size(const weir_limit *lim)
+{
+    return lim ? lim->state_bytes : 0;
+}
+
+void weir__ban_result(const weir_limit *lim, weir_result *res)
+{
+    (void)lim;
+    memset(res, 0, sizeof(*res));
+    res->allowed = false;
+    res->retry_after_us = WEIR_NEVER;
+}
+
+static bool aligned8(const void *p)
+{
+    return ((uintptr_t)p & 7u) == 0;
+}
+
+static weir_status dispatch(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                            uint64_t hits, weir_result *res)
+{
+    if (!lim || !in || !res || !aligned8(in))
+        return WEIR_EINVAL;
+    const algo_row *r = row_of(lim->algorithm);
+    if (!r)
+        return WEIR_EINVAL;
+    if (lim->limit == 0) {
+        weir__ban_result(lim, res);
+        return WEIR_OK;
+    }
+    if (now_us < 0)
+        now_us = 0;
+    weir_result tmp;
+    weir_status st = r->decide(lim, in, out, now_us, hits, &tmp);
+    if (st == WEIR_OK)
+        *res = tmp;
+    return st;
+}
+
+weir_status weir_step(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                      weir_result *res)
+{
+    return dispatch(lim, state, state, now_us, hits, res);
+}
+
+weir_status weir_check(const weir_limit *lim, const void *state, int64_t now_us, uint64_t hits,
+                       weir_result *res)
+{
+    return dispatch(lim, state, NULL, now_us, hits, res);
+}
+
+weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uint64_t lease,
+                         weir_result *res)
+{
+    if (!lim || !state || !res || !aligned8(state))
+        return WEIR_EINVAL;
+    if (lim->algorithm != WEIR_ALGO_CONCURRENCY)
+        return WEIR_EALGO;
+    if (lim->limit == 0)
+        return WEIR_ENOLEASE;
+    if (now_us < 0)
+        now_us = 0;
+    weir_result tmp;
+    weir_status st = weir__conc_release(lim, state, now_us, lease, &tmp);
+    if (st == WEIR_OK)
+        *res = tmp;
+    return st;
+}

@@ -1,0 +1,162 @@
+/*
+ * sliding_counter.c - the sliding window counter: a window of k sub-windows
+ * plus the one sliding out of it, weighted by how much of it is still
+ * inside the window.
+ *
+ * With sub-window length s = window / k and the current sub-window j (time
+ * t = j*s + e), the estimate of the requests in (t - window, t] is
+ *     c[j-k+1] + ... + c[j]  +  c[j-k] * (s - e) / s.
+ * k = 1 is the classic two-window counter (Cloudflare's). The comparison is
+ * done as estimate * s <= limit * s in 128-bit integers, so it is exact.
+ *
+ * The state is the index of the newest sub-window and a ring of k + 1
+ * counters. Counters of sub-windows that have passed out of reach are
+ * zeroed when time advances (after more than a whole window, all of them).
+ * A time before the state's sub-window (the clock went backwards) is taken
+ * as the start of that sub-window, where the estimate is highest.
+ * Invariant: every counter <= limit.
+ */
+#include <string.h>
+
+#include "algo/algo.h"
+#include "algo/arith.h"
+
+typedef struct counter_state {
+    int64_t cur;
+    uint32_t c[];
+} counter_state;
+
+typedef struct view {
+    const weir_limit *lim;
+    int64_t s;   /* sub-window length */
+    uint32_t k;  /* sub-windows per window */
+    uint32_t n;  /* ring size, k + 1 */
+    int64_t cur; /* newest sub-window in the state */
+    const uint32_t *c;
+} view;
+
+/* Count of sub-window i as seen at a time whose sub-window is >= cur. */
+static uint64_t count_at(const view *v, int64_t i)
+{
+    if (i > v->cur || i < 0 || i <= v->cur - (int64_t)v->n)
+        return 0;
+    return v->c[(uint64_t)i % v->n];
+}
+
+/* Full sub-windows of the window ending in sub-window j, and the old one. */
+static void sums(const view *v, int64_t j, uint64_t *full, uint64_t *old)
+{
+    uint64_t f = 0;
+    for (int64_t i = j - (int64_t)v->k + 1; i <= j; i++)
+        f += count_at(v, i);
+    *full = f;
+    *old = count_at(v, j - (int64_t)v->k);
+}
+
+/* Is full + add + old * (s - e) / s <= limit ? */
+static bool fits(const view *v, uint64_t full, uint64_t old, int64_t e, uint64_t add)
+{
+    weir__u128 lhs =
+        (weir__u128)(full + add) * (uint64_t)v->s + (weir__u128)old * (uint64_t)(v->s - e);
+    return lhs <= (weir__u128)v->lim->limit * (uint64_t)v->s;
+}
+
+/* Earliest offset from sub-window j start, >= e0, where `need` fits; -1 if
+ * not within sub-window j. */
+static int64_t fit_offset(const view *v, uint64_t full, uint64_t old, int64_t e0, uint64_t need)
+{
+    if (full + need > v->lim->limit)
+        return -1;
+    if (old == 0)
+        return e0;
+    /* old * (s - e) <= (limit - full - need) * s  <=>  e >= s - floor(...) */
+    weir__u128 room = (weir__u128)(v->lim->limit - full - need) * (uint64_t)v->s / old;
+    int64_t e = room >= (weir__u128)v->s ? 0 : v->s - (int64_t)room;
+    e = max64(e, e0);
+    return e < v->s ? e : -1;
+}
+
+weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, weir_result *res)
+{
+    const counter_state *st = in;
+    view v = {
+        lim,  lim->window_us / lim->sub_windows, lim->sub_windows, lim->sub_windows + 1, st->cur,
+        st->c};
+    if (v.cur < 0)
+        return WEIR_EINVAL;
+    for (uint32_t i = 0; i < v.n; i++)
+        if (v.c[i] > lim->limit)
+            return WEIR_EINVAL;
+
+    int64_t j = now_us / v.s;
+    int64_t e = now_us - j * v.s;
+    if (j < v.cur) {
+        j = v.cur;
+        e = 0;
+    }
+    uint64_t full, old;
+    sums(&v, j, &full, &old);
+    uint64_t need = hits ? hits : 1;
+
+    memset(res, 0, sizeof(*res));
+    res->limit = lim->limit;
+    res->allowed = need <= lim->limit && fits(&v, full, old, e, need);
+
+    if (res->allowed && hits > 0) {
+        full += hits;
+        if (out) {
+            counter_state *o = out;
+            /* zero the sub-windows between the state's newest and j */
+            int64_t from = max64(v.cur + 1, j - (int64_t)v.n + 1);
+            for (int64_t i = from; i <= j; i++)
+                o->c[(uint64_t)i % v.n] = 0;
+            o->c[(uint64_t)j % v.n] += (uint32_t)hits;
+            o->cur = j;
+        }
+    } else if (!res->allowed) {
+        if (need > lim->limit) {
+            res->retry_after_us = WEIR_NEVER;
+        } else {
+            /* The estimate only falls as time passes; walk forward one
+             * sub-window at a time (after k + 1 of them it is zero), sliding
+             * the sums instead of recomputing them. */
+            int64_t e0 = e;
+            uint64_t f = full, o = old;
+            for (int64_t i = j;; i++) {
+                int64_t off = fit_offset(&v, f, o, e0, need);
+                if (off >= 0) {
+                    res->retry_after_us = sat_add(sat_mul(i, v.s), off) - now_us;
+                    break;
+                }
+                e0 = 0;
+                f = f - count_at(&v, i - (int64_t)v.k + 1) + count_at(&v, i + 1);
+                o = count_at(&v, i + 1 - (int64_t)v.k);
+            }
+        }
+    }
+
+    uint64_t used_old = 0;
+    if (old)
+        used_old =
+            (uint64_t)(((weir__u128)old * (uint64_t)(v.s - e) + (uint64_t)v.s - 1) / (uint64_t)v.s);
+    res->remaining = full + used_old >= lim->limit ? 0 : lim->limit - full - used_old;
+
+    /* Back at rest when the newest non-zero sub-window slides out. */
+    int64_t newest = -1;
+    if (res->allowed && hits > 0) {
+        newest = j;
+    } else {
+        for (int64_t i = v.cur; i > v.cur - (int64_t)v.n && i >= 0; i--) {
+            if (count_at(&v, i)) {
+                newest = i;
+                break;
+            }
+        }
+    }
+    if (newest >= 0) {
+        int64_t rest = sat_mul(sat_add(newest, (int64_t)v.k + 1), v.s);
+        res->reset_after_us = rest > now_us ? rest - now_us : 0;
+    }
+    return WEIR_OK;
+}

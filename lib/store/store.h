@@ -1,0 +1,28 @@
+/*
+ * store.h - the private side of weir_store: every store starts with this
+ * header, whose table of operations the public functions dispatch through.
+ */
+#ifndef WEIR_STORE_INTERNAL_H
+#define WEIR_STORE_INTERNAL_H
+
+#include "weir/store.h"
+
+typedef enum weir__store_kind { WEIR__STORE_MEMORY = 1 } weir__store_kind;
+
+typedef struct weir__store_ops {
+    weir_status (*submit)(weir_store *s, weir_op *ops, size_t n, int64_t now_us, unsigned flags,
+                          weir_store_cb cb, void *arg);
+    void (*stats)(weir_store *s, weir_store_stats *out);
+    void (*destroy)(weir_store *s);
+} weir__store_ops;
+
+struct weir_store {
+    const weir__store_ops *ops;
+    weir__store_kind kind;
+    weir_ctx *ctx;
+};
+
+/* Checks shared by every store: what weir_store_submit() promises to refuse. */
+weir_status weir__store_check_batch(const weir_op *ops, size_t n, unsigned flags);
+
+#endif /* WEIR_STORE_INTERNAL_H */

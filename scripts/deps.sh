@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages weir needs to build and test, if any is
+# missing. As root it runs apt-get; otherwise it prints the exact command to
+# run and exits 1. Packages are grouped by what needs them.
+set -euo pipefail
+
+packages=(
+    # build
+    cmake make gcc pkg-config
+    # second compiler, sanitizer and libFuzzer runtimes, formatter
+    clang libclang-rt-14-dev clang-format
+    # libraries
+    libxxhash-dev
+    # tests
+    libcmocka-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+    echo "weir: missing Debian packages: ${missing[*]}" >&2
+    echo "run as root:  apt-get update && $cmd" >&2
+    exit 1
+fi
+
+echo "weir: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd

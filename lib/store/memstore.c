@@ -47,6 +47,7 @@
 #define ALLOC_OVERHEAD 16u
 #define MIN_BUCKETS 16u
 #define EVICT_SAMPLE 8u
+#define EVICT_SCAN 4096u
 #define MAX_ATOMIC_OPS 64u
 #define DEFAULT_SHARDS 64u
 #define MAX_SHARDS 1024u
@@ -282,12 +283,17 @@ static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_s)
 }
 
 /* Evict one active key: of a sample, the one under its limit that comes to
- * rest first, else the over-limit one that does. */
+ * rest first. Entries are sampled in slot order from the cursor, so a run of
+ * over-limit keys would fill a sample: the scan goes on past EVICT_SAMPLE
+ * (up to EVICT_SCAN) until it has seen a key under its limit, and takes an
+ * over-limit key only when none turns up. */
 static void evict_one(memstore *ms, shard *sh)
 {
     uint32_t best = 0, seen = 0;
     const entry *b = NULL;
-    for (uint32_t k = 0; k < sh->used && seen < EVICT_SAMPLE; k++) {
+    for (uint32_t k = 0; k < sh->used && k < EVICT_SCAN; k++) {
+        if (seen >= EVICT_SAMPLE && b && !(b->flags & F_OVER))
+            break;
         if (sh->cursor >= sh->used)
             sh->cursor = 0;
         uint32_t ref = ++sh->cursor;
@@ -554,26 +560,27 @@ static void prefetch_entry(memstore *ms, uint64_t h)
  * later keys overlap the decisions of earlier ones. */
 #define PF_AHEAD 8u
 #define PF_ENTRY 4u
+#define PF_RING 16u /* > PF_AHEAD: a slot is read PF_AHEAD steps after it is written */
 
 static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us)
 {
-    uint64_t ring[PF_AHEAD];
+    uint64_t ring[PF_RING];
     for (size_t i = 0; i < n + PF_AHEAD; i++) {
         if (i < n) {
             if (op_valid(&ops[i])) {
-                ring[i % PF_AHEAD] = hash_key(ms, ops[i].key, ops[i].key_len);
-                prefetch_bucket(ms, ring[i % PF_AHEAD]);
+                ring[i % PF_RING] = hash_key(ms, ops[i].key, ops[i].key_len);
+                prefetch_bucket(ms, ring[i % PF_RING]);
             } else {
                 ops[i].status = WEIR_EINVAL;
             }
         }
         if (i >= PF_ENTRY && i - PF_ENTRY < n && ops[i - PF_ENTRY].status != WEIR_EINVAL && n > 1)
-            prefetch_entry(ms, ring[(i - PF_ENTRY) % PF_AHEAD]);
+            prefetch_entry(ms, ring[(i - PF_ENTRY) % PF_RING]);
         if (i >= PF_AHEAD) {
             size_t k = i - PF_AHEAD;
             if (ops[k].status == WEIR_EINVAL)
                 continue;
-            uint64_t h = ring[k % PF_AHEAD];
+            uint64_t h = ring[k % PF_RING];
             shard *sh = shard_of(ms, h);
             weir__spin_lock(&sh->lock);
             run_locked(ms, sh, &ops[k], h, now_us);
@@ -713,12 +720,18 @@ static weir_status mem_submit(weir_store *s, weir_op *ops, size_t n, int64_t now
     return WEIR_OK;
 }
 
+/* The store's own allocations: the struct and the aligned shard array. */
+static uint64_t fixed_bytes(uint32_t nshards)
+{
+    return sizeof(memstore) + ALLOC_OVERHEAD + nshards * sizeof(shard) + 64 + ALLOC_OVERHEAD;
+}
+
 static void mem_stats(weir_store *s, weir_store_stats *out)
 {
     memstore *ms = (memstore *)s;
     memset(out, 0, sizeof(*out));
     out->max_bytes = ms->max_bytes;
-    out->bytes = sizeof(*ms) + ms->nshards * sizeof(shard) + 64;
+    out->bytes = fixed_bytes(ms->nshards);
     for (uint32_t i = 0; i < ms->nshards; i++) {
         shard *sh = &ms->shards[i];
         weir__spin_lock(&sh->lock);
@@ -786,7 +799,12 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
     ms->shard_bits = (uint32_t)__builtin_ctz(n);
     ms->sweep_step = o.sweep_step ? o.sweep_step : DEFAULT_SWEEP;
     ms->max_bytes = o.max_bytes;
-    ms->shard_cap = o.max_bytes ? (o.max_bytes / n ? o.max_bytes / n : 1) : 0;
+    /* The cap covers everything, the store's own structures included. */
+    uint64_t fixed = fixed_bytes(n);
+    ms->shard_cap = 0;
+    if (o.max_bytes)
+        ms->shard_cap =
+            o.max_bytes > fixed && (o.max_bytes - fixed) / n > 0 ? (o.max_bytes - fixed) / n : 1;
 
     unsigned char seed[32];
     weir_status st = WEIR_OK;

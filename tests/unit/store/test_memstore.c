@@ -1,0 +1,545 @@
+/*
+ * test_memstore.c - the memory store: same verdicts as the pure step
+ * functions, keys, expiry and sweeping, the memory cap and its eviction
+ * order, atomic batches, concurrency leases, the asynchronous interface.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fake.h"
+#include "weir/weir.h"
+
+#define S 1000000LL
+
+typedef struct fixture {
+    weir_ctx *ctx;
+    weir_store *st;
+} fixture;
+
+static weir_store *open_store(fixture *f, uint64_t max_bytes, uint32_t shards)
+{
+    assert_int_equal(weir_ctx_new(NULL, &f->ctx), WEIR_OK);
+    weir_memstore_options o = {
+        .size = sizeof(o), .max_bytes = max_bytes, .shards = shards, .seed = 42};
+    assert_int_equal(weir_memstore_new(f->ctx, &o, &f->st), WEIR_OK);
+    return f->st;
+}
+
+static void close_store(fixture *f)
+{
+    weir_store_free(f->st);
+    weir_ctx_free(f->ctx);
+}
+
+static weir_limit compile(weir_algorithm a, uint64_t limit, int64_t window_us)
+{
+    weir_limit_spec spec = {.algorithm = a, .limit = limit, .window_us = window_us};
+    weir_limit lim;
+    assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
+    return lim;
+}
+
+static weir_store_stats stats(weir_store *st)
+{
+    weir_store_stats s;
+    assert_int_equal(weir_store_stats_get(st, &s), WEIR_OK);
+    return s;
+}
+
+static weir_result take(weir_store *st, const char *key, const weir_limit *lim, int64_t now,
+                        uint64_t hits)
+{
+    weir_result r;
+    assert_int_equal(weir_memstore_take(st, key, strlen(key), lim, now, hits, &r), WEIR_OK);
+    return r;
+}
+
+/* A key in the store decides exactly like weir_step() on a private state. */
+static void same_verdicts_as_step(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 4);
+    test_rng rng = {test_seed("same_verdicts_as_step")};
+    int64_t now = 0; /* one clock for the whole store: it never goes back */
+    for (int a = 1; a <= WEIR_ALGORITHM_COUNT; a++) {
+        weir_limit lim = compile((weir_algorithm)a, 1 + rng_below(&rng, 20), S);
+        void *state = calloc(1, weir_state_size(&lim));
+        char key[32];
+        snprintf(key, sizeof(key), "algo-%d-a-long-key-past-inline", a);
+        for (int i = 0; i < 20000; i++) {
+            now += (int64_t)rng_below(&rng, 40000);
+            uint64_t hits = rng_below(&rng, 4);
+            weir_result want, got;
+            assert_int_equal(weir_step(&lim, state, now, hits, &want), WEIR_OK);
+            assert_int_equal(weir_memstore_take(st, key, strlen(key), &lim, now, hits, &got),
+                             WEIR_OK);
+            assert_int_equal(got.allowed, want.allowed);
+            assert_int_equal(got.remaining, want.remaining);
+            assert_int_equal(got.retry_after_us, want.retry_after_us);
+            if (lim.algorithm != WEIR_ALGO_CONCURRENCY) /* lease ids differ by design */
+                assert_int_equal(got.reset_after_us, want.reset_after_us);
+        }
+        free(state);
+    }
+    close_store(&f);
+}
+
+static void denials_and_peeks_create_no_key(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_TOKEN_BUCKET, 5, S);
+    weir_result r = take(st, "k", &lim, 0, 0);
+    assert_true(r.allowed);
+    assert_int_equal(r.remaining, 5);
+    r = take(st, "k", &lim, 0, 6); /* can never fit */
+    assert_false(r.allowed);
+    assert_int_equal(r.retry_after_us, WEIR_NEVER);
+    assert_int_equal(stats(st).keys, 0);
+    r = take(st, "k", &lim, 0, 2);
+    assert_true(r.allowed);
+    assert_int_equal(stats(st).keys, 1);
+    close_store(&f);
+}
+
+static void key_limits(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_FIXED_WINDOW, 1, S);
+    weir_result r;
+    char *big = malloc(WEIR_MAX_KEY_BYTES + 1);
+    memset(big, 'x', WEIR_MAX_KEY_BYTES + 1);
+    assert_int_equal(weir_memstore_take(st, big, WEIR_MAX_KEY_BYTES, &lim, 0, 1, &r), WEIR_OK);
+    assert_true(r.allowed);
+    assert_int_equal(weir_memstore_take(st, big, WEIR_MAX_KEY_BYTES, &lim, 0, 1, &r), WEIR_OK);
+    assert_false(r.allowed);
+    assert_int_equal(weir_memstore_take(st, big, WEIR_MAX_KEY_BYTES + 1, &lim, 0, 1, &r),
+                     WEIR_EINVAL);
+    assert_int_equal(weir_memstore_take(st, big, 0, &lim, 0, 1, &r), WEIR_EINVAL);
+    assert_int_equal(weir_memstore_take(st, NULL, 3, &lim, 0, 1, &r), WEIR_EINVAL);
+    assert_int_equal(weir_memstore_take(st, "k", 1, NULL, 0, 1, &r), WEIR_EINVAL);
+    /* keys differing only past the inline part, and a 16/17-byte pair */
+    assert_true(take(st, "0123456789abcdefA", &lim, 0, 1).allowed);
+    assert_true(take(st, "0123456789abcdefB", &lim, 0, 1).allowed);
+    assert_true(take(st, "0123456789abcdef", &lim, 0, 1).allowed);
+    assert_false(take(st, "0123456789abcdefA", &lim, 0, 1).allowed);
+    /* binary keys with NUL bytes are keys like any other */
+    assert_int_equal(weir_memstore_take(st, "a\0b", 3, &lim, 0, 1, &r), WEIR_OK);
+    assert_true(r.allowed);
+    assert_int_equal(weir_memstore_take(st, "a\0c", 3, &lim, 0, 1, &r), WEIR_OK);
+    assert_true(r.allowed);
+    assert_int_equal(stats(st).keys, 6);
+    free(big);
+    close_store(&f);
+}
+
+static void keys_at_rest_are_swept(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 4);
+    weir_limit lim = compile(WEIR_ALGO_GCRA, 10, S);
+    char key[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(key, sizeof(key), "user:%d", i);
+        assert_true(take(st, key, &lim, 0, 1).allowed);
+    }
+    weir_store_stats s = stats(st);
+    assert_int_equal(s.keys, 1000);
+    uint64_t full_bytes = s.bytes;
+    /* at 0.05 s nothing is at rest yet */
+    assert_int_equal(weir_memstore_sweep(st, 50000, 100000), 0);
+    /* after 2 s every key is back at rest */
+    size_t removed = weir_memstore_sweep(st, 2 * S, 100000);
+    assert_int_equal(removed, 1000);
+    s = stats(st);
+    assert_int_equal(s.keys, 0);
+    assert_int_equal(s.expirations, 1000);
+    assert_int_equal(s.evictions, 0);
+    assert_true(s.bytes <= full_bytes);
+    /* a removed key comes back fresh */
+    weir_result r = take(st, "user:1", &lim, 2 * S, 0);
+    assert_int_equal(r.remaining, 1);
+    assert_int_equal(weir_memstore_sweep(NULL, 0, 10), 0);
+    close_store(&f);
+}
+
+static void inserts_sweep_incrementally(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 1);
+    weir_limit lim = compile(WEIR_ALGO_FIXED_WINDOW, 10, S);
+    char key[32];
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof(key), "old:%d", i);
+        take(st, key, &lim, 0, 1);
+    }
+    /* new keys, much later: each insert examines a few old entries */
+    for (int i = 0; i < 500; i++) {
+        snprintf(key, sizeof(key), "new:%d", i);
+        take(st, key, &lim, 100 * S, 1);
+    }
+    weir_store_stats s = stats(st);
+    assert_true(s.expirations >= 400);
+    assert_true(s.keys <= 600);
+    close_store(&f);
+}
+
+/* Streaming ten times more keys than fit keeps the store under its cap. */
+static void memory_cap_holds(void **unused)
+{
+    (void)unused;
+    fixture f;
+    const uint64_t cap = 1 << 20;
+    weir_store *st = open_store(&f, cap, 0);
+    weir_limit lim = compile(WEIR_ALGO_TOKEN_BUCKET, 100, 3600 * S);
+    char key[48];
+    uint64_t fit = 0;
+    for (int i = 0; i < 200000; i++) {
+        snprintf(key, sizeof(key), i % 2 ? "k:%d" : "a-longer-key-stored-out-of-line:%d", i);
+        weir_result r;
+        assert_int_equal(weir_memstore_take(st, key, strlen(key), &lim, i, 1, &r), WEIR_OK);
+        assert_true(r.allowed);
+        if (i % 1000 == 0) {
+            weir_store_stats s = stats(st);
+            assert_true(s.bytes <= cap);
+            if (s.keys > fit)
+                fit = s.keys;
+        }
+    }
+    weir_store_stats s = stats(st);
+    printf("cap %llu bytes: %llu keys held at most, %llu evictions, %llu bytes now\n",
+           (unsigned long long)cap, (unsigned long long)fit, (unsigned long long)s.evictions,
+           (unsigned long long)s.bytes);
+    assert_true(s.bytes <= cap);
+    assert_true(200000 >= 10 * fit); /* it really streamed 10x what fits */
+    assert_true(s.evictions >= 200000 - fit);
+    assert_int_equal(s.max_bytes, cap);
+    close_store(&f);
+}
+
+static void at_rest_keys_go_before_over_limit_keys(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 200 * 1024, 1);
+    weir_limit hour = compile(WEIR_ALGO_TOKEN_BUCKET, 1, 3600 * S);
+    weir_limit sec = compile(WEIR_ALGO_TOKEN_BUCKET, 5, S);
+    weir_limit busy = compile(WEIR_ALGO_TOKEN_BUCKET, 100, 3600 * S); /* active, under limit */
+    char key[32];
+    for (int i = 0; i < 100; i++) { /* over their limit for an hour */
+        snprintf(key, sizeof(key), "over:%d", i);
+        assert_true(take(st, key, &hour, 0, 1).allowed);
+        assert_false(take(st, key, &hour, 0, 1).allowed);
+    }
+    for (int i = 0; i < 1000; i++) { /* back at rest after one second */
+        snprintf(key, sizeof(key), "rest:%d", i);
+        assert_true(take(st, key, &sec, 0, 1).allowed);
+    }
+    /* stream active keys until the cap forces removals */
+    int i = 0;
+    for (; stats(st).expirations < 1000; i++) {
+        snprintf(key, sizeof(key), "new:%d", i);
+        assert_true(take(st, key, &busy, 10 * S, 1).allowed);
+        assert_true(i < 100000);
+    }
+    /* every at-rest key went before any active key did */
+    assert_int_equal(stats(st).evictions, 0);
+    /* keep streaming: now active keys must go, but not the over-limit ones */
+    for (int j = 0; j < 20000; j++) {
+        snprintf(key, sizeof(key), "more:%d", j);
+        assert_true(take(st, key, &busy, 11 * S, 1).allowed);
+    }
+    assert_true(stats(st).evictions > 0);
+    for (int k = 0; k < 100; k++) {
+        snprintf(key, sizeof(key), "over:%d", k);
+        weir_result r = take(st, key, &hour, 12 * S, 1);
+        assert_false(r.allowed); /* still remembered as over its limit */
+    }
+    assert_true(stats(st).bytes <= 200 * 1024);
+    close_store(&f);
+}
+
+static void cap_smaller_than_one_key(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 100, 1);
+    weir_limit lim = compile(WEIR_ALGO_GCRA, 10, S);
+    weir_result r;
+    assert_int_equal(weir_memstore_take(st, "k", 1, &lim, 0, 1, &r), WEIR_ETOOBIG);
+    close_store(&f);
+}
+
+/* Check all, then charge all: a denial by one limit spends no other's. */
+static void atomic_batch_charges_all_or_nothing(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit per_user = compile(WEIR_ALGO_SLIDING_COUNTER, 10, 60 * S);
+    weir_limit per_endpoint = compile(WEIR_ALGO_FIXED_WINDOW, 2, 60 * S);
+    weir_op ops[2] = {
+        {.key = "user:1", .key_len = 6, .limit = &per_user, .hits = 1},
+        {.key = "endpoint:/x", .key_len = 11, .limit = &per_endpoint, .hits = 1},
+    };
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+        assert_true(ops[0].result.allowed && ops[1].result.allowed);
+    }
+    assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_int_equal(ops[0].status, WEIR_OK);
+    assert_false(ops[1].result.allowed);
+    /* the user's budget is untouched by the denied request */
+    weir_result r = take(st, "user:1", &per_user, 0, 0);
+    assert_int_equal(r.remaining, 8);
+    /* the same key twice in one batch is charged for both */
+    weir_limit two = compile(WEIR_ALGO_TOKEN_BUCKET, 2, 60 * S);
+    weir_op dup[2] = {
+        {.key = "d", .key_len = 1, .limit = &two, .hits = 2},
+        {.key = "d", .key_len = 1, .limit = &two, .hits = 1},
+    };
+    assert_int_equal(weir_memstore_run(st, dup, 2, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_false(dup[1].result.allowed);
+    assert_int_equal(take(st, "d", &two, 0, 0).remaining, 2);
+    /* release ops and oversized batches are refused */
+    weir_op rel = {.key = "d", .key_len = 1, .limit = &two, .kind = WEIR_OP_RELEASE};
+    assert_int_equal(weir_memstore_run(st, &rel, 1, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    weir_op many[65];
+    for (int i = 0; i < 65; i++)
+        many[i] = (weir_op){.key = "m", .key_len = 1, .limit = &two, .hits = 0};
+    assert_int_equal(weir_memstore_run(st, many, 65, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    close_store(&f);
+}
+
+static void concurrency_leases_through_the_store(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_CONCURRENCY, 2, 30 * S);
+    weir_result a = take(st, "conn", &lim, 0, 1);
+    weir_result b = take(st, "conn", &lim, 0, 1);
+    assert_true(a.allowed && b.allowed);
+    assert_true(a.lease != 0 && b.lease != a.lease);
+    assert_false(take(st, "conn", &lim, 0, 1).allowed);
+    weir_op rel = {
+        .key = "conn", .key_len = 4, .limit = &lim, .kind = WEIR_OP_RELEASE, .lease = a.lease};
+    assert_int_equal(weir_memstore_run(st, &rel, 1, 1, 0), WEIR_OK);
+    assert_int_equal(rel.status, WEIR_OK);
+    assert_int_equal(rel.result.remaining, 1);
+    assert_int_equal(weir_memstore_run(st, &rel, 1, 1, 0), WEIR_OK);
+    assert_int_equal(rel.status, WEIR_ENOLEASE);
+    weir_result c = take(st, "conn", &lim, 2, 1);
+    assert_true(c.allowed);
+    /* after the key is swept and made again, old lease ids stay unknown */
+    assert_int_equal(weir_memstore_sweep(st, 100 * S, 1000), 1);
+    weir_result d = take(st, "conn", &lim, 100 * S, 1);
+    assert_true(d.allowed);
+    assert_true(d.lease > c.lease);
+    rel.lease = c.lease;
+    assert_int_equal(weir_memstore_run(st, &rel, 1, 100 * S, 0), WEIR_OK);
+    assert_int_equal(rel.status, WEIR_ENOLEASE);
+    /* release on another algorithm's key */
+    weir_limit tb = compile(WEIR_ALGO_TOKEN_BUCKET, 2, S);
+    weir_op bad = {.key = "tb", .key_len = 2, .limit = &tb, .kind = WEIR_OP_RELEASE, .lease = 1};
+    assert_int_equal(weir_memstore_run(st, &bad, 1, 0, 0), WEIR_OK);
+    assert_int_equal(bad.status, WEIR_EALGO);
+    close_store(&f);
+}
+
+static void changed_limit_starts_fresh(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit fw = compile(WEIR_ALGO_FIXED_WINDOW, 1, S);
+    weir_limit log = compile(WEIR_ALGO_SLIDING_LOG, 3, S);
+    assert_true(take(st, "k", &fw, 0, 1).allowed);
+    assert_false(take(st, "k", &fw, 0, 1).allowed);
+    weir_result r = take(st, "k", &log, 0, 1);
+    assert_true(r.allowed);
+    assert_int_equal(r.remaining, 2);
+    assert_int_equal(stats(st).keys, 1);
+    close_store(&f);
+}
+
+static void store_time_never_goes_back(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 1);
+    weir_limit lim = compile(WEIR_ALGO_FIXED_WINDOW, 1, S);
+    assert_true(take(st, "a", &lim, 5 * S, 1).allowed);
+    /* an earlier time maps to an earlier window, but the store stays in 5 s */
+    assert_false(take(st, "a", &lim, 1 * S, 1).allowed);
+    assert_false(take(st, "a", &lim, 5 * S + 1, 1).allowed);
+    assert_true(take(st, "a", &lim, 6 * S, 1).allowed);
+    close_store(&f);
+}
+
+typedef struct cb_log {
+    int calls;
+    size_t n;
+    weir_status status;
+} cb_log;
+
+static void on_done(void *arg, weir_op *ops, size_t n, weir_status status)
+{
+    cb_log *l = arg;
+    (void)ops;
+    l->calls++;
+    l->n = n;
+    l->status = status;
+}
+
+static void async_interface(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_GCRA, 1, S);
+    weir_op ops[3] = {
+        {.key = "x", .key_len = 1, .limit = &lim, .hits = 1},
+        {.key = "x", .key_len = 1, .limit = &lim, .hits = 1},
+        {.key = NULL, .key_len = 1, .limit = &lim, .hits = 1},
+    };
+    cb_log log = {0};
+    assert_int_equal(weir_store_submit(st, ops, 3, 0, 0, on_done, &log), WEIR_OK);
+    assert_int_equal(log.calls, 1); /* inline store: already done */
+    assert_int_equal(log.n, 3);
+    assert_int_equal(log.status, WEIR_OK);
+    assert_true(ops[0].result.allowed);
+    assert_false(ops[1].result.allowed);
+    assert_int_equal(ops[2].status, WEIR_EINVAL);
+    /* refused batches never call back */
+    assert_int_equal(weir_store_submit(st, ops, 0, 0, 0, on_done, &log), WEIR_EINVAL);
+    assert_int_equal(weir_store_submit(st, ops, 1, 0, 8, on_done, &log), WEIR_EINVAL);
+    assert_int_equal(weir_store_submit(st, ops, 1, 0, 0, NULL, &log), WEIR_EINVAL);
+    assert_int_equal(weir_store_submit(NULL, ops, 1, 0, 0, on_done, &log), WEIR_EINVAL);
+    assert_int_equal(weir_store_submit(st, ops, WEIR_MAX_BATCH + 1, 0, 0, on_done, &log),
+                     WEIR_EINVAL);
+    assert_int_equal(log.calls, 1);
+    assert_int_equal(weir_store_stats_get(st, NULL), WEIR_EINVAL);
+    weir_store_free(NULL);
+    close_store(&f);
+}
+
+static void batch_matches_single_calls(void **unused)
+{
+    (void)unused;
+    fixture a, b;
+    weir_store *s1 = open_store(&a, 0, 0);
+    weir_store *s2 = open_store(&b, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_SLIDING_COUNTER, 3, S);
+    test_rng rng = {test_seed("batch_matches_single_calls")};
+    char keys[64][16];
+    weir_op ops[64];
+    for (int round = 0; round < 200; round++) {
+        size_t n = 1 + rng_below(&rng, 64);
+        for (size_t i = 0; i < n; i++) {
+            snprintf(keys[i], sizeof(keys[i]), "k%llu", (unsigned long long)rng_below(&rng, 50));
+            ops[i] = (weir_op){.key = keys[i],
+                               .key_len = strlen(keys[i]),
+                               .limit = &lim,
+                               .hits = rng_below(&rng, 3)};
+        }
+        int64_t now = round * 20000;
+        assert_int_equal(weir_memstore_run(s1, ops, n, now, 0), WEIR_OK);
+        for (size_t i = 0; i < n; i++) {
+            weir_result r;
+            assert_int_equal(
+                weir_memstore_take(s2, keys[i], strlen(keys[i]), &lim, now, ops[i].hits, &r),
+                WEIR_OK);
+            assert_int_equal(ops[i].status, WEIR_OK);
+            assert_int_equal(ops[i].result.allowed, r.allowed);
+            assert_int_equal(ops[i].result.remaining, r.remaining);
+        }
+    }
+    close_store(&a);
+    close_store(&b);
+}
+
+static void bad_options(void **unused)
+{
+    (void)unused;
+    weir_ctx *ctx;
+    assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
+    weir_store *st = NULL;
+    weir_memstore_options o = {.size = sizeof(o), .shards = 3};
+    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_EINVAL);
+    o.shards = 2048;
+    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_EINVAL);
+    o = (weir_memstore_options){.size = 4};
+    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_EINVAL);
+    assert_int_equal(weir_memstore_new(NULL, NULL, &st), WEIR_EINVAL);
+    assert_null(st);
+    weir_result r;
+    weir_limit lim = compile(WEIR_ALGO_GCRA, 1, S);
+    assert_int_equal(weir_memstore_take(NULL, "k", 1, &lim, 0, 1, &r), WEIR_EINVAL);
+    weir_ctx_free(ctx);
+}
+
+static void out_of_memory_loses_nothing(void **unused)
+{
+    (void)unused;
+    counting_alloc ca;
+    counting_alloc_init(&ca);
+    weir_ctx_options co = {.size = sizeof(co), .allocator = &ca.a};
+    weir_ctx *ctx;
+    assert_int_equal(weir_ctx_new(&co, &ctx), WEIR_OK);
+    weir_store *st;
+    weir_memstore_options o = {.size = sizeof(o), .shards = 1, .seed = 1};
+    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_OK);
+    weir_limit lim = compile(WEIR_ALGO_SLIDING_LOG, 4, S);
+    assert_true(take(st, "kept", &lim, 0, 1).allowed);
+    /* every allocation an insert makes fails in turn: an error, never a
+     * crash, and the key already held keeps its state */
+    for (int fail = 1; fail <= 4; fail++) {
+        ca.fail_after = fail;
+        weir_result r;
+        weir_status s =
+            weir_memstore_take(st, "a-key-long-enough-for-the-heap", 30, &lim, 0, 1, &r);
+        assert_true(s == WEIR_OK || s == WEIR_ENOMEM);
+        ca.fail_after = 0;
+    }
+    assert_int_equal(take(st, "kept", &lim, 0, 0).remaining, 3);
+    weir_store_free(st);
+    weir_ctx_free(ctx);
+    assert_int_equal(ca.live_blocks, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(same_verdicts_as_step),
+        cmocka_unit_test(denials_and_peeks_create_no_key),
+        cmocka_unit_test(key_limits),
+        cmocka_unit_test(keys_at_rest_are_swept),
+        cmocka_unit_test(inserts_sweep_incrementally),
+        cmocka_unit_test(memory_cap_holds),
+        cmocka_unit_test(at_rest_keys_go_before_over_limit_keys),
+        cmocka_unit_test(cap_smaller_than_one_key),
+        cmocka_unit_test(atomic_batch_charges_all_or_nothing),
+        cmocka_unit_test(concurrency_leases_through_the_store),
+        cmocka_unit_test(changed_limit_starts_fresh),
+        cmocka_unit_test(store_time_never_goes_back),
+        cmocka_unit_test(async_interface),
+        cmocka_unit_test(batch_matches_single_calls),
+        cmocka_unit_test(bad_options),
+        cmocka_unit_test(out_of_memory_loses_nothing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

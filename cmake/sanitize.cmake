@@ -8,3 +8,10 @@ if(WEIR_SANITIZE)
     add_compile_options(${_san})
     add_link_options(${_san})
 endif()
+
+# WEIR_FUZZ=ON (clang): instrument everything for coverage-guided fuzzing;
+# the fuzz_* executables add libFuzzer's main (tests/CMakeLists.txt).
+if(WEIR_FUZZ)
+    add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer)
+    add_link_options(-fsanitize=address,undefined)
+endif()

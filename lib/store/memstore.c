@@ -316,11 +316,16 @@ static void evict_one(memstore *ms, shard *sh)
 
 /* ------------------------------------------------------------------ growth */
 
+/* Bytes the next insert allocates for its slot: nothing while a slot is
+ * free, else a new chunk (and a larger chunk table when that is full). */
 static uint64_t slot_cost(const shard *sh)
 {
     if (sh->free_head || sh->used < sh->nchunks * CHUNK_ENTRIES)
         return 0;
-    return CHUNK_ENTRIES * sizeof(entry) + ALLOC_OVERHEAD;
+    uint64_t table = 0;
+    if (sh->nchunks == sh->chunks_cap)
+        table = (sh->chunks_cap ? sh->chunks_cap : 4) * sizeof(entry *);
+    return CHUNK_ENTRIES * sizeof(entry) + ALLOC_OVERHEAD + table;
 }
 
 /* Free memory until an insert needing `extra` bytes fits under the cap. */

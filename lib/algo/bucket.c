@@ -39,9 +39,9 @@ weir_status weir__bucket_compile(weir_limit *l)
     int64_t g = gcd64(lim, l->window_us);
     l->unit = l->window_us / g;
     l->rate = lim / g;
-    /* Headroom of 4x keeps level + cost from overflowing before the
-     * comparison with the capacity. */
-    if (l->unit > INT64_MAX / 4 / (int64_t)l->burst)
+    /* The decision never adds a cost to the level before comparing it with
+     * the capacity, so any capacity that fits 63 bits is usable. */
+    if (l->unit > INT64_MAX / (int64_t)l->burst)
         return WEIR_ERANGE;
     l->capacity = l->unit * (int64_t)l->burst;
     return WEIR_OK;
@@ -72,8 +72,10 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
 
     int64_t after = level;
     if (res->allowed) {
-        if (lim->algorithm == WEIR_ALGO_LEAKY_SHAPER && hits > 0)
-            res->delay_us = ceil_div(level, lim->rate);
+        /* The water ahead drains from t on, which is t - now_us away on the
+         * caller's clock when it went backwards. */
+        if (lim->algorithm == WEIR_ALGO_LEAKY_SHAPER && hits > 0 && level > 0)
+            res->delay_us = sat_add(ceil_div(level, lim->rate), t - now_us);
         if (hits > 0) {
             after = level + need;
             if (out) {
@@ -83,9 +85,10 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
         }
     } else {
         res->retry_after_us =
-            never ? WEIR_NEVER : ceil_div(level + need - lim->capacity, lim->rate) + (t - now_us);
+            never ? WEIR_NEVER
+                  : sat_add(ceil_div(level - (lim->capacity - need), lim->rate), t - now_us);
     }
     res->remaining = (uint64_t)((lim->capacity - after) / lim->unit);
-    res->reset_after_us = ceil_div(after, lim->rate) + (after ? t - now_us : 0);
+    res->reset_after_us = after ? sat_add(ceil_div(after, lim->rate), t - now_us) : 0;
     return WEIR_OK;
 }

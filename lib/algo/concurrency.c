@@ -30,17 +30,20 @@ typedef struct conc_state {
     lease l[];
 } conc_state;
 
+/* Every lease holds at least one unit, so n <= held: this also keeps an
+ * admitted lease inside the array. */
 static bool valid(const weir_limit *lim, const conc_state *s)
 {
-    return s->n <= lim->limit && s->held <= lim->limit;
+    return s->n <= s->held && s->held <= lim->limit;
 }
 
-/* Leases expired at t: a prefix of the array. */
+/* Leases expired at t: a prefix of the array. An expiry that saturated at
+ * INT64_MAX is never reached (a clock stalled there must not free them). */
 static uint32_t expired(const conc_state *s, int64_t t, uint64_t *units)
 {
     uint32_t i = 0;
     uint64_t u = 0;
-    while (i < s->n && s->l[i].expires_us <= t) {
+    while (i < s->n && s->l[i].expires_us <= t && s->l[i].expires_us < INT64_MAX) {
         u += s->l[i].units;
         i++;
     }
@@ -114,7 +117,8 @@ weir_status weir__conc_decide(const weir_limit *lim, const void *in, void *out, 
             for (uint32_t i = gone; i < s->n; i++) {
                 freed += s->l[i].units;
                 if (freed >= must_free) {
-                    res->retry_after_us = s->l[i].expires_us - now_us;
+                    /* saturating: a corrupt state may hold any expiry */
+                    res->retry_after_us = sat_sub(s->l[i].expires_us, now_us);
                     break;
                 }
             }

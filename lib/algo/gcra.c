@@ -26,7 +26,9 @@ weir_status weir__gcra_compile(weir_limit *l)
     /* window_us <= WEIR_MAX_WINDOW_US, so window_ns fits in 63 bits */
     int64_t window_ns = l->window_us * NS_PER_US;
     l->unit = ceil_div(window_ns, (int64_t)l->limit);
-    if (l->unit > INT64_MAX / 4 / (int64_t)l->burst)
+    /* The decision never adds the capacity to anything that can overflow,
+     * so any capacity that fits 63 bits is usable. */
+    if (l->unit > INT64_MAX / (int64_t)l->burst)
         return WEIR_ERANGE;
     l->capacity = l->unit * (int64_t)l->burst;
     l->rate = 0;
@@ -45,7 +47,9 @@ weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, 
     /* A clock that went backwards sees a TAT further away: never more quota. */
     int64_t tat = max64(s.tat_ns, t);
     int64_t need = sat_mul_u(hits ? hits : 1, lim->unit);
-    bool never = hits > lim->burst;
+    /* A TAT past INT64_MAX ns cannot be stored (times that late saturate):
+     * such a request can never be charged, rather than charged for less. */
+    bool never = hits > lim->burst || tat > INT64_MAX - need;
 
     memset(res, 0, sizeof(*res));
     res->limit = lim->burst;
@@ -55,12 +59,12 @@ weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, 
     if (res->allowed && hits > 0) {
         backlog += need;
         if (out) {
-            gcra_state n = {sat_add(tat, need), 0};
+            gcra_state n = {tat + need, 0};
             memcpy(out, &n, sizeof(n));
         }
     } else if (!res->allowed) {
         res->retry_after_us =
-            never ? WEIR_NEVER : ceil_div(backlog + need - lim->capacity, NS_PER_US);
+            never ? WEIR_NEVER : ceil_div(backlog - (lim->capacity - need), NS_PER_US);
     }
     res->remaining =
         backlog >= lim->capacity ? 0 : (uint64_t)((lim->capacity - backlog) / lim->unit);

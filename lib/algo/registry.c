@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "algo/algo.h"
+#include "algo/arith.h"
 
 typedef struct algo_row {
     const char *name;
@@ -166,6 +167,27 @@ static bool aligned8(const void *p)
     return ((uintptr_t)p & 7u) == 0;
 }
 
+/* Times before 0 are decided as time 0 (a clock behind the origin, like one
+ * that went backwards). The durations an algorithm reports are counted from
+ * 0 then; add the caller's distance to 0 so they stay promises on the
+ * caller's clock. */
+static void shift_durations(weir_result *res, int64_t behind_us)
+{
+    if (behind_us == 0)
+        return;
+    if (res->retry_after_us > 0)
+        res->retry_after_us = sat_add(res->retry_after_us, behind_us);
+    if (res->reset_after_us > 0)
+        res->reset_after_us = sat_add(res->reset_after_us, behind_us);
+    if (res->delay_us > 0)
+        res->delay_us = sat_add(res->delay_us, behind_us);
+}
+
+static int64_t behind_zero(int64_t now_us)
+{
+    return now_us >= 0 ? 0 : sat_sub(0, now_us);
+}
+
 static weir_status dispatch(const weir_limit *lim, const void *in, void *out, int64_t now_us,
                             uint64_t hits, weir_result *res)
 {
@@ -178,12 +200,15 @@ static weir_status dispatch(const weir_limit *lim, const void *in, void *out, in
         weir__ban_result(lim, res);
         return WEIR_OK;
     }
+    int64_t behind_us = behind_zero(now_us);
     if (now_us < 0)
         now_us = 0;
     weir_result tmp;
     weir_status st = r->decide(lim, in, out, now_us, hits, &tmp);
-    if (st == WEIR_OK)
+    if (st == WEIR_OK) {
+        shift_durations(&tmp, behind_us);
         *res = tmp;
+    }
     return st;
 }
 
@@ -208,11 +233,14 @@ weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uin
         return WEIR_EALGO;
     if (lim->limit == 0)
         return WEIR_ENOLEASE;
+    int64_t behind_us = behind_zero(now_us);
     if (now_us < 0)
         now_us = 0;
     weir_result tmp;
     weir_status st = weir__conc_release(lim, state, now_us, lease, &tmp);
-    if (st == WEIR_OK)
+    if (st == WEIR_OK) {
+        shift_durations(&tmp, behind_us);
         *res = tmp;
+    }
     return st;
 }

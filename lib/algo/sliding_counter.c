@@ -83,8 +83,13 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
     view v = {
         lim,  lim->window_us / lim->sub_windows, lim->sub_windows, lim->sub_windows + 1, st->cur,
         st->c};
-    if (v.cur < 0)
+    /* Sub-window indices stop a few windows short of INT64_MAX so index
+     * arithmetic never overflows; a later time is decided as the last one
+     * (a stalled clock, which never grants more quota). */
+    int64_t last_j = INT64_MAX / v.s - (int64_t)v.n - 1;
+    if (v.cur < 0 || v.cur > last_j)
         return WEIR_EINVAL;
+    now_us = min64(now_us, last_j * v.s);
     for (uint32_t i = 0; i < v.n; i++)
         if (v.c[i] > lim->limit)
             return WEIR_EINVAL;

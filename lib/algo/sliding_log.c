@@ -67,13 +67,14 @@ weir_status weir__log_decide(const weir_limit *lim, const void *in, void *out, i
             /* The (live + need - limit)-th oldest live entry must leave. */
             uint64_t k = live + need - lim->limit;
             int64_t leaves = sat_add(s->ts[slot(lim, head, gone + k - 1)], lim->window_us);
-            res->retry_after_us = leaves - now_us;
+            res->retry_after_us = sat_sub(leaves, now_us);
         }
     }
     res->remaining = lim->limit - after;
     if (after > 0) {
         int64_t newest = (res->allowed && hits > 0) ? t : s->ts[slot(lim, head, count - 1u)];
-        res->reset_after_us = sat_add(newest, lim->window_us) - now_us;
+        /* saturating: a corrupt state may hold any timestamp */
+        res->reset_after_us = sat_sub(sat_add(newest, lim->window_us), now_us);
     }
     return WEIR_OK;
 }

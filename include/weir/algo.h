@@ -7,14 +7,19 @@
  * own state (in shared memory, in a struct of its own) calls these directly.
  *
  * Conventions shared by every function in this header:
- *   - time is int64 microseconds chosen by the caller (`now_us`); any origin
- *     works, but fixed and sliding windows align to multiples of the window
- *     counted from 0, so the Unix epoch gives UTC-aligned windows;
+ *   - time is int64 microseconds chosen by the caller (`now_us`), counted
+ *     from an origin of the caller's choosing; fixed and sliding windows
+ *     align to multiples of the window counted from 0, so the Unix epoch
+ *     gives UTC-aligned windows. A negative time is decided as time 0 (the
+ *     durations reported stay relative to the caller's `now_us`). GCRA
+ *     works in nanoseconds and so covers 292 years from the origin (until
+ *     2262 with the Unix epoch); later requests are denied as "never";
  *   - arithmetic is integer only and saturating: no decision depends on
  *     floating point, and a decision is exactly reproducible;
- *   - a clock that goes backwards never grants extra quota: the state
- *     remembers the latest time it has seen and treats an earlier `now_us`
- *     as that time;
+ *   - a clock that goes backwards never grants extra quota: an earlier
+ *     `now_us` than the state's last charge is decided as that time (GCRA
+ *     and the concurrency limiter, which keep no such time, simply find the
+ *     key further from rest);
  *   - `hits` is the cost of the request; `hits == 0` peeks: it reports
  *     whether a request of cost 1 would be admitted now and changes nothing;
  *   - a denied request never changes the state (it consumes nothing);

@@ -22,7 +22,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build -j $(JOBS)
 
 run: build

@@ -115,6 +115,13 @@ typedef struct weir_limit {
     int64_t unit;     /* bucket: scaled units per request; GCRA: ns per request */
     int64_t rate;     /* bucket: scaled units drained per microsecond */
     int64_t capacity; /* bucket: burst * unit; GCRA: burst * unit (ns) */
+    /* UINT64_MAX / divisor for the divisors a decision uses, so it divides
+     * by multiplying: unit, rate, and span (the window, or the sub-window
+     * of the sliding counter) */
+    uint64_t inv_unit;
+    uint64_t inv_rate;
+    uint64_t inv_span;
+    int64_t span_us;
     uint32_t state_bytes;
     uint32_t reserved_;
 } weir_limit;

@@ -39,4 +39,10 @@ weir_status weir__gcra_compile(weir_limit *out);
 /* The denial result shared by every algorithm for a ban (limit 0). */
 void weir__ban_result(const weir_limit *lim, weir_result *res);
 
+/* weir_step()/weir_check() for callers that have already checked their
+ * arguments (a compiled limit, an aligned state, res non-NULL) and whose
+ * `now_us` is >= 0: the memory store's hot path. `out` NULL is a check. */
+weir_status weir__decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                         uint64_t hits, weir_result *res);
+
 #endif /* WEIR_ALGO_INTERNAL_H */

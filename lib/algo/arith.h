@@ -61,6 +61,37 @@ static inline int64_t floor_div(int64_t a, int64_t b)
     return (a % b != 0 && a < 0) ? q - 1 : q;
 }
 
+/* The reciprocal weir_limit_compile() stores for a divisor d >= 1. */
+static inline uint64_t recip(uint64_t d)
+{
+    return UINT64_MAX / d;
+}
+
+/* floor(x / d) with m = recip(d), by multiplication: the divider is the
+ * slowest instruction on a decision's path. m <= 2^64/d, and m > 2^64/d - 1
+ * so the estimate is short by at most one for any 64-bit x; one compare
+ * corrects it. */
+static inline uint64_t div_recip(uint64_t x, uint64_t d, uint64_t m)
+{
+    uint64_t q = (uint64_t)(((weir__u128)x * m) >> 64);
+    if (x - q * d >= d)
+        q++;
+    return q;
+}
+
+/* ceil(x / d) for x >= 0, by multiplication (x + d - 1 stays below 2^64
+ * for any x, d < 2^63). */
+static inline int64_t ceil_recip(int64_t x, int64_t d, uint64_t m)
+{
+    return (int64_t)div_recip((uint64_t)x + (uint64_t)d - 1u, (uint64_t)d, m);
+}
+
+/* floor(x / d) for x >= 0 */
+static inline int64_t floor_recip(int64_t x, int64_t d, uint64_t m)
+{
+    return (int64_t)div_recip((uint64_t)x, (uint64_t)d, m);
+}
+
 static inline int64_t max64(int64_t a, int64_t b)
 {
     return a > b ? a : b;

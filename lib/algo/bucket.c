@@ -47,6 +47,13 @@ weir_status weir__bucket_compile(weir_limit *l)
     return WEIR_OK;
 }
 
+/* Microseconds to drain `units` (>= 0). A limit that divides its window
+ * drains one unit per microsecond; skip the multiplication then. */
+static int64_t drain_time(const weir_limit *lim, int64_t units)
+{
+    return lim->rate == 1 ? units : ceil_recip(units, lim->rate, lim->inv_rate);
+}
+
 weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
                                 uint64_t hits, weir_result *res)
 {
@@ -59,10 +66,12 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
     int64_t t = max64(now_us, s.last_us);
     int64_t elapsed = t - s.last_us;
     int64_t level = s.level;
-    if (level > 0) {
-        int64_t to_empty = ceil_div(level, lim->rate);
-        level = elapsed >= to_empty ? 0 : level - elapsed * lim->rate;
-    }
+    int64_t drained;
+    /* a multiplication, not a division: this is the hot path */
+    if (__builtin_mul_overflow(elapsed, lim->rate, &drained) || drained >= level)
+        level = 0;
+    else
+        level -= drained;
 
     memset(res, 0, sizeof(*res));
     res->limit = lim->burst;
@@ -75,7 +84,7 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
         /* The water ahead drains from t on, which is t - now_us away on the
          * caller's clock when it went backwards. */
         if (lim->algorithm == WEIR_ALGO_LEAKY_SHAPER && hits > 0 && level > 0)
-            res->delay_us = sat_add(ceil_div(level, lim->rate), t - now_us);
+            res->delay_us = sat_add(drain_time(lim, level), t - now_us);
         if (hits > 0) {
             after = level + need;
             if (out) {
@@ -86,9 +95,9 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
     } else {
         res->retry_after_us =
             never ? WEIR_NEVER
-                  : sat_add(ceil_div(level - (lim->capacity - need), lim->rate), t - now_us);
+                  : sat_add(drain_time(lim, level - (lim->capacity - need)), t - now_us);
     }
-    res->remaining = (uint64_t)((lim->capacity - after) / lim->unit);
-    res->reset_after_us = after ? sat_add(ceil_div(after, lim->rate), t - now_us) : 0;
+    res->remaining = (uint64_t)floor_recip(lim->capacity - after, lim->unit, lim->inv_unit);
+    res->reset_after_us = after ? sat_add(drain_time(lim, after), t - now_us) : 0;
     return WEIR_OK;
 }

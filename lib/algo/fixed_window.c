@@ -27,7 +27,7 @@ weir_status weir__fixed_decide(const weir_limit *lim, const void *in, void *out,
     if (s.window < 0 || s.count > lim->limit)
         return WEIR_EINVAL;
 
-    int64_t w = now_us / lim->window_us;
+    int64_t w = floor_recip(now_us, lim->window_us, lim->inv_span);
     uint64_t count = 0;
     if (w <= s.window) {
         w = s.window;

@@ -66,8 +66,9 @@ weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, 
         res->retry_after_us =
             never ? WEIR_NEVER : ceil_div(backlog - (lim->capacity - need), NS_PER_US);
     }
-    res->remaining =
-        backlog >= lim->capacity ? 0 : (uint64_t)((lim->capacity - backlog) / lim->unit);
+    res->remaining = backlog >= lim->capacity
+                         ? 0
+                         : (uint64_t)floor_recip(lim->capacity - backlog, lim->unit, lim->inv_unit);
     res->reset_after_us = ceil_div(backlog, NS_PER_US);
     return WEIR_OK;
 }

@@ -144,6 +144,10 @@ weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out)
         l.burst = l.limit;
         break;
     }
+    l.span_us = l.sub_windows > 1 ? l.window_us / l.sub_windows : l.window_us;
+    l.inv_unit = l.unit > 0 ? recip((uint64_t)l.unit) : 0;
+    l.inv_rate = l.rate > 0 ? recip((uint64_t)l.rate) : 0;
+    l.inv_span = recip((uint64_t)l.span_us);
     l.state_bytes = (uint32_t)state_bytes(&l);
     *out = l;
     return WEIR_OK;
@@ -210,6 +214,16 @@ static weir_status dispatch(const weir_limit *lim, const void *in, void *out, in
         *res = tmp;
     }
     return st;
+}
+
+weir_status weir__decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                         uint64_t hits, weir_result *res)
+{
+    if (lim->limit == 0) {
+        weir__ban_result(lim, res);
+        return WEIR_OK;
+    }
+    return rows[lim->algorithm].decide(lim, in, out, now_us, hits, res);
 }
 
 weir_status weir_step(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,

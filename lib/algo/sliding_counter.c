@@ -33,14 +33,33 @@ typedef struct view {
     uint32_t n;  /* ring size, k + 1 */
     int64_t cur; /* newest sub-window in the state */
     const uint32_t *c;
+    uint64_t inv_s; /* recip(s) */
 } view;
+
+/* The ring index of sub-window i: a mask for the usual power-of-two ring
+ * (k = 1 gives 2 counters), a division otherwise. */
+static uint64_t ring_index(const view *v, int64_t i)
+{
+    return (v->n & (v->n - 1)) == 0 ? (uint64_t)i & (v->n - 1) : (uint64_t)i % v->n;
+}
+
+/* ceil(old * (s - e) / s): the part of the sliding-out sub-window still
+ * inside the window, rounded up. */
+static uint64_t weighted_old(const view *v, uint64_t old, int64_t e)
+{
+    uint64_t prod;
+    if (!__builtin_mul_overflow(old, (uint64_t)(v->s - e), &prod) && prod <= (uint64_t)INT64_MAX)
+        return (uint64_t)ceil_recip((int64_t)prod, v->s, v->inv_s);
+    return (uint64_t)(((weir__u128)old * (uint64_t)(v->s - e) + (uint64_t)v->s - 1) /
+                      (uint64_t)v->s);
+}
 
 /* Count of sub-window i as seen at a time whose sub-window is >= cur. */
 static uint64_t count_at(const view *v, int64_t i)
 {
     if (i > v->cur || i < 0 || i <= v->cur - (int64_t)v->n)
         return 0;
-    return v->c[(uint64_t)i % v->n];
+    return v->c[ring_index(v, i)];
 }
 
 /* Full sub-windows of the window ending in sub-window j, and the old one. */
@@ -80,13 +99,12 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
                                  uint64_t hits, weir_result *res)
 {
     const counter_state *st = in;
-    view v = {
-        lim,  lim->window_us / lim->sub_windows, lim->sub_windows, lim->sub_windows + 1, st->cur,
-        st->c};
+    view v = {lim,     lim->span_us, lim->sub_windows, lim->sub_windows + 1,
+              st->cur, st->c,        lim->inv_span};
     /* Sub-window indices stop a few windows short of INT64_MAX so index
      * arithmetic never overflows; a later time is decided as the last one
      * (a stalled clock, which never grants more quota). */
-    int64_t last_j = INT64_MAX / v.s - (int64_t)v.n - 1;
+    int64_t last_j = floor_recip(INT64_MAX, v.s, lim->inv_span) - (int64_t)v.n - 1;
     if (v.cur < 0 || v.cur > last_j)
         return WEIR_EINVAL;
     now_us = min64(now_us, last_j * v.s);
@@ -94,7 +112,7 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
         if (v.c[i] > lim->limit)
             return WEIR_EINVAL;
 
-    int64_t j = now_us / v.s;
+    int64_t j = floor_recip(now_us, v.s, lim->inv_span);
     int64_t e = now_us - j * v.s;
     if (j < v.cur) {
         j = v.cur;
@@ -115,8 +133,8 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
             /* zero the sub-windows between the state's newest and j */
             int64_t from = max64(v.cur + 1, j - (int64_t)v.n + 1);
             for (int64_t i = from; i <= j; i++)
-                o->c[(uint64_t)i % v.n] = 0;
-            o->c[(uint64_t)j % v.n] += (uint32_t)hits;
+                o->c[ring_index(&v, i)] = 0;
+            o->c[ring_index(&v, j)] += (uint32_t)hits;
             o->cur = j;
         }
     } else if (!res->allowed) {
@@ -143,8 +161,7 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
 
     uint64_t used_old = 0;
     if (old)
-        used_old =
-            (uint64_t)(((weir__u128)old * (uint64_t)(v.s - e) + (uint64_t)v.s - 1) / (uint64_t)v.s);
+        used_old = weighted_old(&v, old, e);
     res->remaining = full + used_old >= lim->limit ? 0 : lim->limit - full - used_old;
 
     /* Back at rest when the newest non-zero sub-window slides out. */

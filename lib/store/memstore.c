@@ -3,49 +3,63 @@
  * entries, each holding one key's algorithm state.
  *
  * Layout. A key hashes (XXH3 with a random per-store secret, so nobody can
- * aim keys at one chain) to a shard, chosen by the top bits, and to a chain
- * in that shard, chosen by the low 32 bits. A shard is a bucket array of
- * 32-bit entry indices and an array of 48-byte entries allocated in chunks,
- * with a free list; keys up to 16 bytes and the 16-byte states of the
- * fixed-size algorithms live inside the entry, longer keys and larger states
- * out of line.
+ * aim keys at one bucket) to a shard, chosen by the low bits of the hash,
+ * and within the shard to two candidate buckets of a cuckoo table, one from
+ * each half of the hash. A bucket is four 48-byte entries (three cache
+ * lines); keys up to 16 bytes and the 16-byte states of the fixed-size
+ * algorithms live inside the entry, longer keys and larger states out of
+ * line. A lookup reads at most two buckets whose addresses come straight
+ * from the hash, so the two fetches overlap: about one memory latency per
+ * decision, where a chained table pays one per link. Inserting into two
+ * full buckets moves entries along a short random cuckoo path to their
+ * other bucket; the table grows by a quarter when it is 95% full, so it
+ * stays above 76% full and under 64 bytes per key.
  *
  * Expiry. Every decision tells how long until the key is back at rest (a
  * fresh state would decide the same); the entry keeps that time in seconds,
  * rounded up. An entry at rest is removed by the incremental sweep that runs
  * before each insert, by weir_memstore_sweep(), and under the memory cap.
  *
- * The cap. Each shard may hold max_bytes / shards. Before an insert that
- * would cross it, the shard first removes every key at rest (a full sweep,
- * done at most once per second of clock time because the shard remembers a
- * lower bound on the earliest rest time), and only if none is at rest evicts
- * active keys, sampled, preferring keys under their limit to keys over it.
+ * The cap. Each shard may hold (max_bytes - fixed structures) / shards.
+ * Before an insert that would cross it, the shard first removes every key
+ * at rest (a full sweep, done at most once per second of clock time because
+ * the shard remembers a lower bound on the earliest rest time), and only if
+ * none is at rest evicts active keys, preferring keys under their limit to
+ * keys over it. At the cap the table does not grow; a key whose two buckets
+ * stay full takes the place of the best victim among their eight entries.
  *
- * Invariants (per shard, under its lock): every live entry is on exactly
- * one chain, the one of its hash; free entries have algo == 0 and are on
- * the free list; count = live entries; bytes = everything allocated for the
- * shard; next_rest_s <= the rest time of every live entry; the shard's time
- * never goes backwards (last_now_us).
+ * Invariants (per shard, under its lock): every live entry (algo != 0) sits
+ * in one of its two buckets; count = live entries; bytes = everything
+ * allocated for the shard; next_rest_s <= the rest time of every live
+ * entry; the shard's time never goes backwards (last_now_us).
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "algo/algo.h"
+#include "algo/arith.h"
 #include "core/context.h"
 #include "store/spinlock.h"
 #include "store/store.h"
 
-#define CHUNK_SHIFT 8u
-#define CHUNK_ENTRIES (1u << CHUNK_SHIFT)
+#define SLOTS 4u
 #define INLINE_KEY 16u
 #define SECRET_BYTES 192u
 /* What the allocator spends beyond the bytes asked for (glibc: 8-16). */
 #define ALLOC_OVERHEAD 16u
-#define MIN_BUCKETS 16u
+#define MIN_BUCKETS 4u
+#define MAX_BUCKETS (1u << 28)
+/* Grow at 95% full, by a quarter: the table stays between 76% and 95%. */
+#define MAX_LOAD_PCT 95u
+#define GROW_PCT 125u
+/* Cuckoo path search: random walks of bounded depth. */
+#define WALKS 8u
+#define WALK_DEPTH 24u
 #define EVICT_SAMPLE 8u
 #define EVICT_SCAN 4096u
 #define MAX_ATOMIC_OPS 64u
@@ -54,15 +68,16 @@
 #define DEFAULT_SWEEP 4u
 #define NO_REST UINT32_MAX
 #define US_PER_S 1000000
+#define HUGE_PAGE (2u << 20)
 
 enum { F_OVER = 1, F_BLOB = 2, F_HEAPKEY = 4 };
 
 typedef struct entry {
-    uint32_t hash;   /* low 32 bits of the key's hash */
-    uint32_t next;   /* chain or free-list link: index + 1, 0 ends */
+    uint32_t hash;   /* low half of the key's hash: first bucket */
+    uint32_t hash2;  /* high half: second bucket */
     uint32_t rest_s; /* second (rounded up) when the key is back at rest */
     uint16_t klen;
-    uint8_t algo; /* the state's algorithm; 0 marks a free entry */
+    uint8_t algo; /* the state's algorithm; 0 marks a free slot */
     uint8_t flags;
     union {
         int64_t align;
@@ -80,18 +95,19 @@ typedef struct entry {
 
 _Static_assert(sizeof(entry) == 48, "an entry is 48 bytes");
 
+typedef struct bucket {
+    entry e[SLOTS];
+} bucket;
+
 typedef struct shard {
     _Alignas(64) weir__spinlock lock;
-    uint32_t *buckets; /* written under the lock, read relaxed for prefetch */
-    uint32_t mask;
+    bucket *table;     /* written under the lock, read relaxed for prefetch */
+    uint32_t nbuckets; /* likewise */
     uint32_t count;
-    entry **chunks;
-    uint32_t nchunks;
-    uint32_t chunks_cap;
-    uint32_t used; /* entries ever handed out (high-water index) */
-    uint32_t free_head;
-    uint32_t cursor;
+    void *table_raw; /* the allocation; table is its 64-byte aligned interior */
+    uint32_t cursor; /* slot index where sweeps and eviction samples resume */
     uint32_t next_rest_s;
+    uint64_t rng;
     int64_t last_now_us;
     uint64_t bytes;
     uint64_t evictions;
@@ -101,7 +117,6 @@ typedef struct shard {
 typedef struct memstore {
     struct weir_store base;
     uint32_t nshards;
-    uint32_t shard_bits;
     uint32_t sweep_step;
     uint64_t max_bytes;
     uint64_t shard_cap;
@@ -120,16 +135,6 @@ static const union {
 } zero_state;
 
 /* ------------------------------------------------------------------ helpers */
-
-static entry *entry_at(const shard *sh, uint32_t idx)
-{
-    return &sh->chunks[idx >> CHUNK_SHIFT][idx & (CHUNK_ENTRIES - 1)];
-}
-
-static const char *entry_key(const entry *e)
-{
-    return (e->flags & F_HEAPKEY) ? e->key.ptr : e->key.inl;
-}
 
 static void *entry_state(entry *e)
 {
@@ -179,7 +184,7 @@ static uint64_t hash_key(const memstore *ms, const void *key, size_t len)
 
 static shard *shard_of(memstore *ms, uint64_t h)
 {
-    return ms->shard_bits ? &ms->shards[h >> (64u - ms->shard_bits)] : &ms->shards[0];
+    return &ms->shards[h & (ms->nshards - 1u)];
 }
 
 static bool is_mem(const weir_store *s)
@@ -187,31 +192,98 @@ static bool is_mem(const weir_store *s)
     return s && s->kind == WEIR__STORE_MEMORY;
 }
 
-static uint32_t find(const shard *sh, uint32_t h32, const void *key, size_t len, uint32_t *prev)
+/* [0, n) from the high bits of h, without a division */
+static uint32_t fastrange(uint32_t h, uint32_t n)
 {
-    uint32_t p = 0;
-    for (uint32_t i = sh->buckets[h32 & sh->mask]; i; i = entry_at(sh, i - 1)->next) {
-        const entry *e = entry_at(sh, i - 1);
-        if (e->hash == h32 && e->klen == len && memcmp(entry_key(e), key, len) == 0) {
-            if (prev)
-                *prev = p;
-            return i;
-        }
-        p = i;
+    return (uint32_t)(((uint64_t)h * n) >> 32);
+}
+
+/* The two buckets of a hash; distinct whenever there are two buckets. */
+static void buckets_of(uint32_t h, uint32_t h2, uint32_t nb, uint32_t *b1, uint32_t *b2)
+{
+    *b1 = fastrange(h, nb);
+    uint32_t x = fastrange(h2, nb);
+    *b2 = x != *b1 ? x : (*b1 + 1 == nb ? 0 : *b1 + 1);
+}
+
+static uint32_t other_bucket(const entry *e, uint32_t b, uint32_t nb)
+{
+    uint32_t b1, b2;
+    buckets_of(e->hash, e->hash2, nb, &b1, &b2);
+    return b == b1 ? b2 : b1;
+}
+
+static uint32_t nslots(const shard *sh)
+{
+    return sh->nbuckets * SLOTS;
+}
+
+static entry *slot_at(const shard *sh, uint32_t i)
+{
+    return &sh->table[i / SLOTS].e[i % SLOTS];
+}
+
+static uint64_t next_rand(shard *sh)
+{
+    uint64_t z = (sh->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    return z ^ (z >> 27);
+}
+
+/* The lookup key, zero-padded to the inline size when it fits there, so a
+ * candidate is compared in two 8-byte loads instead of a memcmp call. */
+typedef struct probe {
+    uint32_t h;
+    uint32_t len;
+    const void *key;
+    uint64_t inl[INLINE_KEY / 8];
+} probe;
+
+static void probe_init(probe *p, uint64_t hash, const void *key, size_t len)
+{
+    p->h = (uint32_t)hash;
+    p->len = (uint32_t)len;
+    p->key = key;
+    if (len <= INLINE_KEY) {
+        memset(p->inl, 0, sizeof(p->inl));
+        memcpy(p->inl, key, len);
     }
-    return 0;
+}
+
+static bool key_is(const entry *e, const probe *p)
+{
+    if (e->hash != p->h || e->klen != p->len || e->algo == 0)
+        return false;
+    if (p->len <= INLINE_KEY) {
+        uint64_t a[INLINE_KEY / 8];
+        memcpy(a, e->key.inl, sizeof(a));
+        return a[0] == p->inl[0] && a[1] == p->inl[1];
+    }
+    return memcmp(e->key.ptr, p->key, p->len) == 0;
+}
+
+static entry *find(const shard *sh, uint64_t hash, const void *key, size_t len)
+{
+    uint32_t b1, b2;
+    buckets_of((uint32_t)hash, (uint32_t)(hash >> 32), sh->nbuckets, &b1, &b2);
+    bucket *t1 = &sh->table[b1], *t2 = &sh->table[b2];
+    /* both buckets' lines at once: their misses overlap */
+    for (unsigned line = 0; line < sizeof(bucket); line += 64) {
+        __builtin_prefetch((const char *)t1 + line);
+        __builtin_prefetch((const char *)t2 + line);
+    }
+    probe p;
+    probe_init(&p, hash, key, len);
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (key_is(&t1->e[i], &p))
+            return &t1->e[i];
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (key_is(&t2->e[i], &p))
+            return &t2->e[i];
+    return NULL;
 }
 
 /* ------------------------------------------------------------------ removal */
-
-static void unlink_entry(shard *sh, uint32_t ref)
-{
-    entry *e = entry_at(sh, ref - 1);
-    uint32_t *link = &sh->buckets[e->hash & sh->mask];
-    while (*link != ref)
-        link = &entry_at(sh, *link - 1)->next;
-    *link = e->next;
-}
 
 static void free_state(memstore *ms, shard *sh, entry *e)
 {
@@ -222,18 +294,14 @@ static void free_state(memstore *ms, shard *sh, entry *e)
     }
 }
 
-static void remove_entry(memstore *ms, shard *sh, uint32_t ref)
+static void remove_entry(memstore *ms, shard *sh, entry *e)
 {
-    entry *e = entry_at(sh, ref - 1);
-    unlink_entry(sh, ref);
     free_state(ms, sh, e);
     if (e->flags & F_HEAPKEY) {
         weir__free(ms->base.ctx, e->key.ptr);
         sh->bytes -= heap_cost(e->klen);
     }
     memset(e, 0, sizeof(*e));
-    e->next = sh->free_head;
-    sh->free_head = ref;
     sh->count--;
 }
 
@@ -242,18 +310,17 @@ static bool live_at_rest(const entry *e, uint32_t now_s)
     return e->algo != 0 && e->rest_s <= now_s;
 }
 
-/* Examine up to `steps` entries from the cursor; remove those at rest. */
+/* Examine up to `steps` slots from the cursor; remove keys at rest. */
 static size_t sweep_steps(memstore *ms, shard *sh, uint32_t now_s, uint32_t steps)
 {
     size_t removed = 0;
-    if (sh->used == 0)
-        return 0;
-    for (uint32_t k = 0; k < steps; k++) {
-        if (sh->cursor >= sh->used)
+    uint32_t n = nslots(sh);
+    for (uint32_t k = 0; k < steps && sh->count > 0; k++) {
+        if (sh->cursor >= n)
             sh->cursor = 0;
-        uint32_t ref = ++sh->cursor;
-        if (live_at_rest(entry_at(sh, ref - 1), now_s)) {
-            remove_entry(ms, sh, ref);
+        entry *e = slot_at(sh, sh->cursor++);
+        if (live_at_rest(e, now_s)) {
+            remove_entry(ms, sh, e);
             sh->expirations++;
             removed++;
         }
@@ -266,12 +333,12 @@ static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_s)
 {
     size_t removed = 0;
     uint32_t next = NO_REST;
-    for (uint32_t ref = 1; ref <= sh->used; ref++) {
-        entry *e = entry_at(sh, ref - 1);
+    for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
+        entry *e = slot_at(sh, i);
         if (e->algo == 0)
             continue;
         if (e->rest_s <= now_s) {
-            remove_entry(ms, sh, ref);
+            remove_entry(ms, sh, e);
             sh->expirations++;
             removed++;
         } else if (e->rest_s < next) {
@@ -282,59 +349,54 @@ static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_s)
     return removed;
 }
 
-/* Evict one active key: of a sample, the one under its limit that comes to
- * rest first. Entries are sampled in slot order from the cursor, so a run of
- * over-limit keys would fill a sample: the scan goes on past EVICT_SAMPLE
- * (up to EVICT_SCAN) until it has seen a key under its limit, and takes an
- * over-limit key only when none turns up. */
+/* Is a better eviction victim than b: under its limit before over it, then
+ * the one that comes to rest first. */
+static bool better_victim(const entry *e, const entry *b)
+{
+    if (!b)
+        return true;
+    unsigned eo = e->flags & F_OVER, bo = b->flags & F_OVER;
+    return eo < bo || (eo == bo && e->rest_s < b->rest_s);
+}
+
+static void evicted(memstore *ms, shard *sh, entry *e)
+{
+    remove_entry(ms, sh, e);
+    sh->evictions++;
+}
+
+/* Evict one active key: of a sample taken from the cursor, the best victim.
+ * Slots are sampled in order, so a run of over-limit keys could fill a
+ * sample: the scan goes on past EVICT_SAMPLE (up to EVICT_SCAN) until it
+ * has seen a key under its limit, and takes an over-limit key only when
+ * none turns up. */
 static void evict_one(memstore *ms, shard *sh)
 {
-    uint32_t best = 0, seen = 0;
-    const entry *b = NULL;
-    for (uint32_t k = 0; k < sh->used && k < EVICT_SCAN; k++) {
-        if (seen >= EVICT_SAMPLE && b && !(b->flags & F_OVER))
+    entry *best = NULL;
+    uint32_t seen = 0, n = nslots(sh);
+    for (uint32_t k = 0; k < n && k < EVICT_SCAN; k++) {
+        if (seen >= EVICT_SAMPLE && best && !(best->flags & F_OVER))
             break;
-        if (sh->cursor >= sh->used)
+        if (sh->cursor >= n)
             sh->cursor = 0;
-        uint32_t ref = ++sh->cursor;
-        const entry *e = entry_at(sh, ref - 1);
+        entry *e = slot_at(sh, sh->cursor++);
         if (e->algo == 0)
             continue;
         seen++;
-        bool better = !b || ((e->flags & F_OVER) < (b->flags & F_OVER)) ||
-                      ((e->flags & F_OVER) == (b->flags & F_OVER) && e->rest_s < b->rest_s);
-        if (better) {
-            best = ref;
-            b = e;
-        }
+        if (better_victim(e, best))
+            best = e;
     }
-    if (best) {
-        remove_entry(ms, sh, best);
-        sh->evictions++;
-    }
+    if (best)
+        evicted(ms, sh, best);
 }
 
-/* ------------------------------------------------------------------ growth */
-
-/* Bytes the next insert allocates for its slot: nothing while a slot is
- * free, else a new chunk (and a larger chunk table when that is full). */
-static uint64_t slot_cost(const shard *sh)
-{
-    if (sh->free_head || sh->used < sh->nchunks * CHUNK_ENTRIES)
-        return 0;
-    uint64_t table = 0;
-    if (sh->nchunks == sh->chunks_cap)
-        table = (sh->chunks_cap ? sh->chunks_cap : 4) * sizeof(entry *);
-    return CHUNK_ENTRIES * sizeof(entry) + ALLOC_OVERHEAD + table;
-}
-
-/* Free memory until an insert needing `extra` bytes fits under the cap. */
+/* Free memory until `extra` more bytes fit under the cap. */
 static weir_status make_room(memstore *ms, shard *sh, uint32_t now_s, uint64_t extra)
 {
     if (!ms->shard_cap)
         return WEIR_OK;
     for (;;) {
-        if (sh->bytes + extra + slot_cost(sh) <= ms->shard_cap)
+        if (sh->bytes + extra <= ms->shard_cap)
             return WEIR_OK;
         if (sh->count == 0)
             return WEIR_ETOOBIG;
@@ -344,59 +406,164 @@ static weir_status make_room(memstore *ms, shard *sh, uint32_t now_s, uint64_t e
     }
 }
 
-static weir_status grow_chunks(memstore *ms, shard *sh)
+/* ------------------------------------------------------------------ the table */
+
+static uint64_t table_cost(uint32_t nb)
 {
-    if (sh->nchunks == sh->chunks_cap) {
-        uint32_t cap = sh->chunks_cap ? sh->chunks_cap * 2 : 4;
-        entry **c = weir__realloc(ms->base.ctx, sh->chunks, cap * sizeof(*c));
-        if (!c)
-            return WEIR_ENOMEM;
-        sh->bytes += (uint64_t)(cap - sh->chunks_cap) * sizeof(*c);
-        sh->chunks = c;
-        sh->chunks_cap = cap;
-    }
-    entry *chunk = weir__calloc(ms->base.ctx, CHUNK_ENTRIES, sizeof(entry));
-    if (!chunk)
-        return WEIR_ENOMEM;
-    sh->chunks[sh->nchunks++] = chunk;
-    sh->bytes += CHUNK_ENTRIES * sizeof(entry) + ALLOC_OVERHEAD;
-    return WEIR_OK;
+    return (uint64_t)nb * sizeof(bucket) + 64 + ALLOC_OVERHEAD;
 }
 
-/* Double the bucket array when chains average more than one entry, unless
- * that would cross the cap (chains then just grow a little longer). */
-static void maybe_grow_buckets(memstore *ms, shard *sh)
+static bucket *alloc_table(memstore *ms, uint32_t nb, void **raw)
 {
-    uint64_t nb = (uint64_t)sh->mask + 1;
-    if (sh->count <= nb || nb >= (1u << 31))
-        return;
-    uint64_t add = nb * sizeof(uint32_t);
-    if (ms->shard_cap && sh->bytes + add > ms->shard_cap)
-        return;
-    uint32_t *nbk = weir__calloc(ms->base.ctx, nb * 2, sizeof(uint32_t));
-    if (!nbk)
-        return; /* keep the old array: correct, only slower */
-    uint32_t mask = (uint32_t)(nb * 2 - 1);
-    for (uint32_t ref = 1; ref <= sh->used; ref++) {
-        entry *e = entry_at(sh, ref - 1);
+    size_t bytes = (size_t)nb * sizeof(bucket) + 64;
+    *raw = weir__calloc(ms->base.ctx, 1, bytes);
+    if (!*raw)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    /* Large tables are read at random: huge pages spare a TLB miss per
+     * lookup where the system grants them (a hint; failure is harmless). */
+    if (bytes >= 2 * HUGE_PAGE) {
+        uintptr_t lo = ((uintptr_t)*raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+        uintptr_t hi = ((uintptr_t)*raw + bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    }
+#endif
+    return (bucket *)(((uintptr_t)*raw + 63u) & ~(uintptr_t)63u);
+}
+
+static entry *free_slot(bucket *b)
+{
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (b->e[i].algo == 0)
+            return &b->e[i];
+    return NULL;
+}
+
+/* Make a free slot in bucket b1 or b2 by moving entries along a cuckoo
+ * path to their other buckets; NULL when no short path is found. The path
+ * is found first and moved after, so a failed search changes nothing. */
+static entry *cuckoo_slot(shard *sh, bucket *t, uint32_t nb, uint32_t b1, uint32_t b2)
+{
+    entry *direct = free_slot(&t[b1]);
+    if (!direct)
+        direct = free_slot(&t[b2]);
+    if (direct)
+        return direct;
+    for (uint32_t walk = 0; walk < WALKS; walk++) {
+        uint32_t pb[WALK_DEPTH], ps[WALK_DEPTH];
+        uint32_t b = (walk & 1u) ? b2 : b1;
+        for (uint32_t d = 0; d < WALK_DEPTH; d++) {
+            uint32_t s = (uint32_t)(next_rand(sh) % SLOTS);
+            bool again = false;
+            for (uint32_t k = 0; k < d; k++)
+                again |= pb[k] == b && ps[k] == s;
+            if (again)
+                break;
+            pb[d] = b;
+            ps[d] = s;
+            uint32_t to = other_bucket(&t[b].e[s], b, nb);
+            entry *hole = free_slot(&t[to]);
+            if (hole) {
+                for (uint32_t k = d + 1; k-- > 0;) {
+                    entry *src = &t[pb[k]].e[ps[k]];
+                    *hole = *src;
+                    hole = src;
+                }
+                memset(hole, 0, sizeof(*hole));
+                return hole;
+            }
+            b = to;
+        }
+    }
+    return NULL;
+}
+
+/* Rebuild the shard's table with nb buckets; false (and nothing changed)
+ * when the memory is not there or the entries do not all fit. */
+static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
+{
+    void *raw;
+    bucket *t = alloc_table(ms, nb, &raw);
+    if (!t)
+        return false;
+    for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
+        entry *e = slot_at(sh, i);
         if (e->algo == 0)
             continue;
-        e->next = nbk[e->hash & mask];
-        nbk[e->hash & mask] = ref;
+        uint32_t b1, b2;
+        buckets_of(e->hash, e->hash2, nb, &b1, &b2);
+        entry *dst = cuckoo_slot(sh, t, nb, b1, b2);
+        if (!dst) {
+            weir__free(ms->base.ctx, raw);
+            return false;
+        }
+        *dst = *e;
     }
-    weir__free(ms->base.ctx, sh->buckets);
-    __atomic_store_n(&sh->buckets, nbk, __ATOMIC_RELAXED);
-    __atomic_store_n(&sh->mask, mask, __ATOMIC_RELAXED);
-    sh->bytes += add;
+    weir__free(ms->base.ctx, sh->table_raw);
+    sh->bytes = sh->bytes - table_cost(sh->nbuckets) + table_cost(nb);
+    sh->table_raw = raw;
+    __atomic_store_n(&sh->table, t, __ATOMIC_RELAXED);
+    __atomic_store_n(&sh->nbuckets, nb, __ATOMIC_RELAXED);
+    sh->cursor = 0;
+    return true;
+}
+
+/* Grow by a quarter (more if the entries will not fit), unless that would
+ * cross the cap with `extra` bytes still to come: old and new tables both
+ * exist while entries move. */
+static bool grow(memstore *ms, shard *sh, uint64_t extra)
+{
+    uint64_t nb = sh->nbuckets;
+    for (int tries = 0; tries < 3; tries++) {
+        nb = nb * GROW_PCT / 100 + 1;
+        if (nb > MAX_BUCKETS)
+            return false;
+        if (ms->shard_cap && sh->bytes + table_cost((uint32_t)nb) + extra > ms->shard_cap)
+            return false;
+        if (rebuild(ms, sh, (uint32_t)nb))
+            return true;
+    }
+    return false;
+}
+
+/* A free slot for a key with this hash: grow at 95% full, search a cuckoo
+ * path, and at the cap clear keys at rest or evict the best of the eight
+ * entries in the key's two buckets. */
+static entry *claim_slot(memstore *ms, shard *sh, uint64_t hash, uint32_t now_s, uint64_t extra)
+{
+    if ((uint64_t)(sh->count + 1) * 100 > (uint64_t)nslots(sh) * MAX_LOAD_PCT)
+        grow(ms, sh, extra);
+    for (int attempt = 0;; attempt++) {
+        uint32_t b1, b2;
+        buckets_of((uint32_t)hash, (uint32_t)(hash >> 32), sh->nbuckets, &b1, &b2);
+        entry *e = cuckoo_slot(sh, sh->table, sh->nbuckets, b1, b2);
+        if (e)
+            return e;
+        if (attempt == 0 && grow(ms, sh, extra))
+            continue;
+        if (attempt <= 1 && now_s >= sh->next_rest_s && sweep_all(ms, sh, now_s) > 0)
+            continue;
+        entry *best = NULL;
+        for (unsigned i = 0; i < SLOTS; i++) {
+            if (better_victim(&sh->table[b1].e[i], best))
+                best = &sh->table[b1].e[i];
+            if (better_victim(&sh->table[b2].e[i], best))
+                best = &sh->table[b2].e[i];
+        }
+        evicted(ms, sh, best);
+        return best;
+    }
 }
 
 /* Create the entry for a key; its state is fresh (zero). */
-static weir_status insert(memstore *ms, shard *sh, uint32_t h32, const void *key, size_t len,
-                          const weir_limit *lim, int64_t now_us, uint32_t *ref_out)
+static weir_status insert(memstore *ms, shard *sh, uint64_t hash, const void *key, size_t len,
+                          const weir_limit *lim, int64_t now_us, entry **out)
 {
     uint32_t now_s = seconds_floor(now_us);
     sweep_steps(ms, sh, now_s, ms->sweep_step);
-    weir_status st = make_room(ms, sh, now_s, extra_bytes(len, lim));
+    uint64_t extra = extra_bytes(len, lim);
+    weir_status st = make_room(ms, sh, now_s, extra);
     if (st != WEIR_OK)
         return st;
 
@@ -408,22 +575,10 @@ static weir_status insert(memstore *ms, shard *sh, uint32_t h32, const void *key
         weir__free(ms->base.ctx, heap_key);
         return WEIR_ENOMEM;
     }
-    uint32_t ref;
-    if (sh->free_head) {
-        ref = sh->free_head;
-        sh->free_head = entry_at(sh, ref - 1)->next;
-    } else {
-        if (sh->used == sh->nchunks * CHUNK_ENTRIES && (st = grow_chunks(ms, sh)) != WEIR_OK) {
-            weir__free(ms->base.ctx, heap_key);
-            weir__free(ms->base.ctx, blob);
-            return st;
-        }
-        ref = ++sh->used;
-    }
-
-    entry *e = entry_at(sh, ref - 1);
+    entry *e = claim_slot(ms, sh, hash, now_s, extra);
     memset(e, 0, sizeof(*e));
-    e->hash = h32;
+    e->hash = (uint32_t)hash;
+    e->hash2 = (uint32_t)(hash >> 32);
     e->klen = (uint16_t)len;
     e->algo = (uint8_t)lim->algorithm;
     e->rest_s = NO_REST;
@@ -447,12 +602,8 @@ static weir_status insert(memstore *ms, shard *sh, uint32_t h32, const void *key
             memcpy(blob, &base, sizeof(base));
         }
     }
-    uint32_t *head = &sh->buckets[h32 & sh->mask];
-    e->next = *head;
-    *head = ref;
     sh->count++;
-    maybe_grow_buckets(ms, sh);
-    *ref_out = ref;
+    *out = e;
     return WEIR_OK;
 }
 
@@ -469,7 +620,7 @@ static bool state_matches(const entry *e, const weir_limit *lim)
 
 static void note_decision(shard *sh, entry *e, int64_t now_us, const weir_result *res)
 {
-    e->rest_s = seconds_ceil(now_us + res->reset_after_us);
+    e->rest_s = seconds_ceil(sat_add(now_us, res->reset_after_us));
     if (e->rest_s < sh->next_rest_s)
         sh->next_rest_s = e->rest_s;
     if (!res->allowed || res->remaining == 0)
@@ -481,10 +632,13 @@ static void note_decision(shard *sh, entry *e, int64_t now_us, const weir_result
 static bool op_valid(const weir_op *op)
 {
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
+           weir_algorithm_name(op->limit->algorithm) != NULL &&
            (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK || op->kind == WEIR_OP_RELEASE);
 }
 
-/* The shard's clock: never behind what it has already seen. */
+/* The shard's clock: never behind what it has already seen, never before
+ * 0 (last_now_us starts there), so decisions can skip weir_step()'s
+ * argument checks. */
 static int64_t shard_now(shard *sh, int64_t now_us)
 {
     if (now_us < sh->last_now_us)
@@ -497,74 +651,68 @@ static int64_t shard_now(shard *sh, int64_t now_us)
 static void run_locked(memstore *ms, shard *sh, weir_op *op, uint64_t h, int64_t now_us)
 {
     const weir_limit *lim = op->limit;
-    uint32_t h32 = (uint32_t)h;
     now_us = shard_now(sh, now_us);
-    uint32_t ref = find(sh, h32, op->key, op->key_len, NULL);
-    if (ref && !state_matches(entry_at(sh, ref - 1), lim)) {
+    entry *e = find(sh, h, op->key, op->key_len);
+    if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
-        remove_entry(ms, sh, ref);
-        ref = 0;
+        remove_entry(ms, sh, e);
+        e = NULL;
     }
-    weir_result res;
+    weir_result *res = &op->result;
     weir_status st;
 
     switch (op->kind) {
     case WEIR_OP_CHECK:
-        st = weir_check(lim, ref ? entry_state(entry_at(sh, ref - 1)) : zero_state.b, now_us,
-                        op->hits, &res);
+        st = weir__decide(lim, e ? entry_state(e) : zero_state.b, NULL, now_us, op->hits, res);
         break;
     case WEIR_OP_RELEASE:
-        if (!ref) {
+        if (!e) {
             st = lim->algorithm == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO;
             break;
         }
-        st = weir_release(lim, entry_state(entry_at(sh, ref - 1)), now_us, op->lease, &res);
+        st = weir_release(lim, entry_state(e), now_us, op->lease, res);
         if (st == WEIR_OK)
-            note_decision(sh, entry_at(sh, ref - 1), now_us, &res);
+            note_decision(sh, e, now_us, res);
         break;
     default:
-        if (!ref) {
+        if (!e) {
             /* Decide on a fresh state first: a denial or a peek creates no key. */
-            st = weir_check(lim, zero_state.b, now_us, op->hits, &res);
-            if (st != WEIR_OK || !res.allowed || op->hits == 0)
+            st = weir__decide(lim, zero_state.b, NULL, now_us, op->hits, res);
+            if (st != WEIR_OK || !res->allowed || op->hits == 0)
                 break;
-            st = insert(ms, sh, h32, op->key, op->key_len, lim, now_us, &ref);
+            st = insert(ms, sh, h, op->key, op->key_len, lim, now_us, &e);
             if (st != WEIR_OK)
                 break;
         }
-        entry *e = entry_at(sh, ref - 1);
-        st = weir_step(lim, entry_state(e), now_us, op->hits, &res);
+        st = weir__decide(lim, entry_state(e), entry_state(e), now_us, op->hits, res);
         if (st == WEIR_OK)
-            note_decision(sh, e, now_us, &res);
+            note_decision(sh, e, now_us, res);
         break;
     }
     op->status = st;
-    if (st == WEIR_OK)
-        op->result = res;
 }
 
-static void prefetch_bucket(memstore *ms, uint64_t h)
+/* Fetch the key's two buckets (three cache lines each) ahead of its turn.
+ * The table pointer is read without the lock: a table being replaced is
+ * only prefetched, never read. */
+static void prefetch_buckets(memstore *ms, uint64_t h)
 {
     shard *sh = shard_of(ms, h);
-    uint32_t *b = __atomic_load_n(&sh->buckets, __ATOMIC_RELAXED);
-    uint32_t mask = __atomic_load_n(&sh->mask, __ATOMIC_RELAXED);
-    __builtin_prefetch(&b[(uint32_t)h & mask]);
+    bucket *t = __atomic_load_n(&sh->table, __ATOMIC_RELAXED);
+    uint32_t nb = __atomic_load_n(&sh->nbuckets, __ATOMIC_RELAXED);
+    uint32_t b1, b2;
+    buckets_of((uint32_t)h, (uint32_t)(h >> 32), nb, &b1, &b2);
+    const char *p1 = (const char *)&t[b1], *p2 = (const char *)&t[b2];
+    for (unsigned line = 0; line < sizeof(bucket); line += 64) {
+        __builtin_prefetch(p1 + line);
+        __builtin_prefetch(p2 + line);
+    }
 }
 
-static void prefetch_entry(memstore *ms, uint64_t h)
-{
-    shard *sh = shard_of(ms, h);
-    weir__spin_lock(&sh->lock);
-    uint32_t ref = sh->buckets[(uint32_t)h & sh->mask];
-    if (ref)
-        __builtin_prefetch(entry_at(sh, ref - 1));
-    weir__spin_unlock(&sh->lock);
-}
-
-/* The independent batch: three stages in flight, so the cache misses of
- * later keys overlap the decisions of earlier ones. */
+/* The independent batch: keys are hashed and their buckets fetched
+ * PF_AHEAD ops ahead of their decision, so the cache misses of later keys
+ * overlap the decisions of earlier ones. */
 #define PF_AHEAD 8u
-#define PF_ENTRY 4u
 #define PF_RING 16u /* > PF_AHEAD: a slot is read PF_AHEAD steps after it is written */
 
 static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us)
@@ -574,13 +722,11 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
         if (i < n) {
             if (op_valid(&ops[i])) {
                 ring[i % PF_RING] = hash_key(ms, ops[i].key, ops[i].key_len);
-                prefetch_bucket(ms, ring[i % PF_RING]);
+                prefetch_buckets(ms, ring[i % PF_RING]);
             } else {
                 ops[i].status = WEIR_EINVAL;
             }
         }
-        if (i >= PF_ENTRY && i - PF_ENTRY < n && ops[i - PF_ENTRY].status != WEIR_EINVAL && n > 1)
-            prefetch_entry(ms, ring[(i - PF_ENTRY) % PF_RING]);
         if (i >= PF_AHEAD) {
             size_t k = i - PF_AHEAD;
             if (ops[k].status == WEIR_EINVAL)
@@ -615,7 +761,7 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         if (!op_valid(&ops[i]) || ops[i].kind == WEIR_OP_RELEASE)
             return WEIR_EINVAL;
         h[i] = hash_key(ms, ops[i].key, ops[i].key_len);
-        locks[nlocks++] = (uint32_t)(shard_of(ms, h[i]) - ms->shards);
+        locks[nlocks++] = (uint32_t)(h[i] & (ms->nshards - 1u));
     }
     qsort(locks, nlocks, sizeof(locks[0]), cmp_u32);
     size_t u = 0;
@@ -639,10 +785,10 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
                     memcmp(ops[j].key, op->key, op->key_len) == 0)
                     hits += ops[j].hits;
         }
-        uint32_t ref = find(sh, (uint32_t)h[i], op->key, op->key_len, NULL);
+        entry *e = find(sh, h[i], op->key, op->key_len);
         const void *state = zero_state.b;
-        if (ref && state_matches(entry_at(sh, ref - 1), op->limit))
-            state = entry_state(entry_at(sh, ref - 1));
+        if (e && state_matches(e, op->limit))
+            state = entry_state(e);
         op->status = weir_check(op->limit, state, t, hits, &op->result);
         if (op->status == WEIR_OK && op->kind == WEIR_OP_TAKE && !op->result.allowed)
             denied = true;
@@ -686,6 +832,18 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     uint64_t h = hash_key(ms, key, key_len);
     shard *sh = shard_of(ms, h);
     weir__spin_lock(&sh->lock);
+    /* The common case, a key that exists under the same limit, decides
+     * straight into the caller's result; the rest goes the general way. */
+    entry *e = find(sh, h, key, key_len);
+    if (e && state_matches(e, lim)) {
+        int64_t t = shard_now(sh, now_us);
+        void *state = entry_state(e);
+        weir_status st = weir__decide(lim, state, state, t, hits, res);
+        if (st == WEIR_OK)
+            note_decision(sh, e, t, res);
+        weir__spin_unlock(&sh->lock);
+        return st;
+    }
     run_locked(ms, sh, &op, h, now_us);
     weir__spin_unlock(&sh->lock);
     if (op.status == WEIR_OK)
@@ -704,7 +862,8 @@ size_t weir_memstore_sweep(weir_store *store, int64_t now_us, size_t max_entries
             atomic_fetch_add_explicit(&ms->sweep_shard, 1, memory_order_relaxed) % ms->nshards;
         shard *sh = &ms->shards[i];
         weir__spin_lock(&sh->lock);
-        uint32_t steps = sh->used < budget ? sh->used : (uint32_t)budget;
+        uint32_t n = nslots(sh);
+        uint32_t steps = n < budget ? n : (uint32_t)budget;
         int64_t t = shard_now(sh, now_us);
         removed += sweep_steps(ms, sh, seconds_floor(t), steps);
         budget -= steps;
@@ -750,19 +909,17 @@ static void mem_stats(weir_store *s, weir_store_stats *out)
 
 static void shard_destroy(memstore *ms, shard *sh)
 {
-    for (uint32_t ref = 1; ref <= sh->used; ref++) {
-        entry *e = entry_at(sh, ref - 1);
-        if (e->algo == 0)
-            continue;
-        if (e->flags & F_BLOB)
-            weir__free(ms->base.ctx, e->st.blob.ptr);
-        if (e->flags & F_HEAPKEY)
-            weir__free(ms->base.ctx, e->key.ptr);
-    }
-    for (uint32_t c = 0; c < sh->nchunks; c++)
-        weir__free(ms->base.ctx, sh->chunks[c]);
-    weir__free(ms->base.ctx, sh->chunks);
-    weir__free(ms->base.ctx, sh->buckets);
+    if (sh->table)
+        for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
+            entry *e = slot_at(sh, i);
+            if (e->algo == 0)
+                continue;
+            if (e->flags & F_BLOB)
+                weir__free(ms->base.ctx, e->st.blob.ptr);
+            if (e->flags & F_HEAPKEY)
+                weir__free(ms->base.ctx, e->key.ptr);
+        }
+    weir__free(ms->base.ctx, sh->table_raw);
 }
 
 static void mem_destroy(weir_store *s)
@@ -801,7 +958,6 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
     ms->base.kind = WEIR__STORE_MEMORY;
     ms->base.ctx = ctx;
     ms->nshards = n;
-    ms->shard_bits = (uint32_t)__builtin_ctz(n);
     ms->sweep_step = o.sweep_step ? o.sweep_step : DEFAULT_SWEEP;
     ms->max_bytes = o.max_bytes;
     /* The cap covers everything, the store's own structures included. */
@@ -835,14 +991,15 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
     ms->shards = (shard *)(((uintptr_t)ms->shards_raw + 63u) & ~(uintptr_t)63u);
     for (uint32_t i = 0; i < n; i++) {
         shard *sh = &ms->shards[i];
-        sh->buckets = weir__calloc(ctx, MIN_BUCKETS, sizeof(uint32_t));
-        if (!sh->buckets) {
+        sh->table = alloc_table(ms, MIN_BUCKETS, &sh->table_raw);
+        if (!sh->table) {
             mem_destroy(&ms->base);
             return WEIR_ENOMEM;
         }
-        sh->mask = MIN_BUCKETS - 1;
+        sh->nbuckets = MIN_BUCKETS;
         sh->next_rest_s = NO_REST;
-        sh->bytes = MIN_BUCKETS * sizeof(uint32_t) + ALLOC_OVERHEAD;
+        sh->bytes = table_cost(MIN_BUCKETS);
+        sh->rng = (uint64_t)i * 0x9e3779b97f4a7c15ull ^ o.seed;
     }
     *out = &ms->base;
     return WEIR_OK;

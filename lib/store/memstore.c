@@ -831,6 +831,10 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     memstore *ms = (memstore *)store;
     uint64_t h = hash_key(ms, key, key_len);
     shard *sh = shard_of(ms, h);
+    /* Start fetching the buckets before the lock: a prefetch is not ordered
+     * with the lock's locked instruction, so the miss overlaps it (and, in a
+     * loop of calls, the tail of the previous decision). */
+    prefetch_buckets(ms, h);
     weir__spin_lock(&sh->lock);
     /* The common case, a key that exists under the same limit, decides
      * straight into the caller's result; the rest goes the general way. */

@@ -10,7 +10,7 @@ packages=(
     # second compiler, sanitizer and libFuzzer runtimes, formatter
     clang libclang-rt-14-dev clang-format
     # libraries
-    libxxhash-dev
+    libxxhash-dev libyaml-dev
     # tests
     libcmocka-dev
 )

@@ -13,4 +13,7 @@ typedef struct weir_cli_command {
 /* `weir sim`: argv[0] is "sim". Returns the process exit code. */
 int weir_cli_sim(int argc, char **argv);
 
+/* `weir config check|print PATH`: argv[0] is "config". */
+int weir_cli_config(int argc, char **argv);
+
 #endif /* WEIR_TOOLS_CLI_H */

@@ -9,6 +9,7 @@
 
 static const weir_cli_command commands[] = {
     {"sim", "replay a traffic pattern through every algorithm", weir_cli_sim},
+    {"config", "check or print a rule file or directory", weir_cli_config},
 };
 
 static void usage(FILE *f)

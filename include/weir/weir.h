@@ -5,6 +5,7 @@
  *   weir/context.h  per-context allocator, clock and log hook
  *   weir/algo.h     the algorithms as pure step functions
  *   weir/store.h    the asynchronous store interface and the memory store
+ *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
  *
  * docs/API.md walks through a first program.
  */
@@ -14,6 +15,7 @@
 #include "weir/algo.h"
 #include "weir/context.h"
 #include "weir/export.h"
+#include "weir/rules.h"
 #include "weir/status.h"
 #include "weir/store.h"
 

@@ -1,0 +1,254 @@
+/*
+ * weir/rules.h - rule files: loading envoyproxy/ratelimit YAML configs into
+ * an immutable in-memory tree of domains, descriptors and limits.
+ *
+ * The loader reads upstream's schema unchanged (domain, nested descriptors,
+ * key/value, rate_limit with unit, requests_per_unit, unlimited, name,
+ * replaces, and the flags) plus weir's extensions (several limits per
+ * descriptor, algorithm, burst, window, failure_mode, count_rejected,
+ * sub_windows); docs/CONFIG.md gives the exact syntax. It validates
+ * everything, collects every error it finds with its file, line and column,
+ * and either returns a complete tree or nothing at all.
+ *
+ * A loaded weir_rules is immutable: any number of threads may read it at
+ * once without locking. Every string and pointer an accessor returns lives
+ * as long as the weir_rules it came from and must not be freed.
+ *
+ * Memory comes from the context's allocator, except libyaml's own parser
+ * buffers, which libyaml takes from the C library's malloc (it has no
+ * allocator hook); they are released before a load returns.
+ */
+#ifndef WEIR_RULES_H
+#define WEIR_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/algo.h"
+#include "weir/context.h"
+#include "weir/export.h"
+#include "weir/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Caps. Input past one is an error with a location, never a crash. */
+#define WEIR_RULES_MAX_FILE_BYTES (16u * 1024u * 1024u) /* one rule file or buffer */
+#define WEIR_RULES_MAX_DEPTH 32u                        /* descriptor nesting levels */
+#define WEIR_RULES_MAX_DESCRIPTORS 1000000u             /* default for options.max_descriptors */
+#define WEIR_RULES_MAX_LIMITS 1000000u                  /* default for options.max_limits */
+#define WEIR_RULES_MAX_STRING_BYTES 1024u               /* a domain, key, value or limit name */
+#define WEIR_RULES_MAX_FILES 4096u                      /* rule files in one directory */
+#define WEIR_RULES_MAX_LIMITS_PER_RULE 64u              /* entries of one `rate_limits:` list */
+#define WEIR_RULES_MAX_REPLACES 1024u                   /* entries of one `replaces:` list */
+
+/** Sizes of the text fields of weir_rules_error (longer text is cut). */
+#define WEIR_RULES_ERROR_FILE_BYTES 512u
+#define WEIR_RULES_ERROR_MESSAGE_BYTES 512u
+
+typedef struct weir_rules weir_rules;
+typedef struct weir_rules_domain weir_rules_domain;
+/** One descriptor node of a domain's tree. */
+typedef struct weir_rule weir_rule;
+
+/**
+ * The unit of a limit. The numbers are those of envoy's
+ * RateLimitResponse.RateLimit.Unit; WEIR_UNIT_NONE means the limit has a
+ * `window:` (weir's extension) or is unlimited.
+ */
+typedef enum weir_rule_unit {
+    WEIR_UNIT_NONE = 0,
+    WEIR_UNIT_SECOND = 1,
+    WEIR_UNIT_MINUTE = 2,
+    WEIR_UNIT_HOUR = 3,
+    WEIR_UNIT_DAY = 4,
+    WEIR_UNIT_MONTH = 5, /* 30 days */
+    WEIR_UNIT_YEAR = 6,  /* 365 days */
+    WEIR_UNIT_WEEK = 7
+} weir_rule_unit;
+
+/** What the engine should answer when the store holding a limit fails. */
+typedef enum weir_failure_mode {
+    WEIR_FAILURE_ALLOW = 0, /* fail open (upstream's behaviour, the default) */
+    WEIR_FAILURE_DENY = 1   /* fail closed */
+} weir_failure_mode;
+
+/* Flags of a descriptor node (weir_rule_flags()). */
+#define WEIR_RULE_SHADOW_MODE 0x01u
+#define WEIR_RULE_QUOTA_MODE 0x02u
+#define WEIR_RULE_DETAILED_METRIC 0x04u
+#define WEIR_RULE_VALUE_TO_METRIC 0x08u
+#define WEIR_RULE_SHARE_THRESHOLD 0x10u
+
+/** One limit hanging on a descriptor node. Read-only. */
+typedef struct weir_rule_limit {
+    /** `name:`, or NULL when the limit has none. */
+    const char *name;
+    /** `unlimited: true`: never limited; `compiled` is then all zero. */
+    bool unlimited;
+    /** `count_rejected:` (default false): whether a rejected request is
+     *  still counted (upstream's fixed window counts every request; by
+     *  default weir's rejected request consumes nothing). The engine
+     *  gives it its exact effect. */
+    bool count_rejected;
+    weir_failure_mode failure_mode;
+    /** Requests per window; 0 is a ban (always over limit). */
+    uint32_t requests_per_unit;
+    weir_rule_unit unit;
+    /** The window in microseconds, from `unit` or `window:`; 0 when
+     *  unlimited. */
+    int64_t window_us;
+    weir_algorithm algorithm;
+    /** `burst:` as written; 0 = the algorithm's default. */
+    uint64_t burst;
+    /** `sub_windows:` as written; 0 = the algorithm's default. */
+    uint32_t sub_windows;
+    /** The names in `replaces:` (n_replaces of them, none NULL). */
+    size_t n_replaces;
+    const char *const *replaces;
+    /** The compiled limit (weir_limit_compile()) when !unlimited. */
+    weir_limit compiled;
+    /** Where the limit's mapping starts (1-based). */
+    const char *file;
+    uint32_t line;
+    uint32_t column;
+} weir_rule_limit;
+
+/** Load options. NULL means all defaults. */
+typedef struct weir_rules_options {
+    /** sizeof(weir_rules_options), so fields can be appended later. */
+    size_t size;
+    /** Several files naming one domain merge their descriptors instead of
+     *  being an error ("duplicate domain"). */
+    bool merge_domains;
+    /** The algorithm of limits without `algorithm:`; 0 = fixed_window, the
+     *  only algorithm upstream has. */
+    weir_algorithm default_algorithm;
+    /** Caps on descriptors and limits over the whole load; 0 =
+     *  WEIR_RULES_MAX_DESCRIPTORS / WEIR_RULES_MAX_LIMITS. */
+    uint32_t max_descriptors;
+    uint32_t max_limits;
+} weir_rules_options;
+
+/** One problem found while loading. */
+typedef struct weir_rules_error {
+    /** The file (as given or as found in the directory), or the display
+     *  name given to weir_rules_parse(). */
+    char file[WEIR_RULES_ERROR_FILE_BYTES];
+    /** 1-based; 0 when the problem has no position (e.g. an unreadable
+     *  file). */
+    uint32_t line;
+    uint32_t column;
+    /** NUL-terminated, e.g. "invalid rate limit unit 'secs'". */
+    char message[WEIR_RULES_ERROR_MESSAGE_BYTES];
+} weir_rules_error;
+
+/**
+ * weir_rules_load() - load a rule file, or every rule file of a directory.
+ *
+ * @ctx:        allocator for the tree; must outlive the returned rules.
+ * @path:       a file (loaded whatever its name), or a directory: its
+ *              entries ending in ".yaml" or ".yml" are loaded in name order,
+ *              following symbolic links; entries whose name starts with '.'
+ *              (dot-files, editor swap files, Kubernetes' "..data" and
+ *              "..2024_..." ConfigMap directories) and subdirectories are
+ *              skipped. At most WEIR_RULES_MAX_FILES files.
+ * @opts:       may be NULL; copied, not kept.
+ * @out:        written only on success; free with weir_rules_free().
+ * @errors:     may be NULL when @max_errors is 0; receives the first
+ *              @max_errors problems in the order found (file order, then
+ *              position in the file; duplicate-key checks run last).
+ * @n_errors:   may be NULL; receives the number of problems found, which
+ *              may exceed @max_errors. Written on every return but
+ *              WEIR_EINVAL.
+ *
+ * Every file is read and checked completely even after a problem, so one
+ * run reports all of them (a YAML syntax error ends its own file only).
+ *
+ * Returns WEIR_OK; WEIR_EPARSE when any rule problem was found (the records
+ * say what and where); WEIR_EIO when a file or the directory could not be
+ * read (recorded too, with line 0); WEIR_EINVAL for a NULL @ctx, @path or
+ * @out, @errors NULL with @max_errors > 0, a bad opts->size or an unknown
+ * opts->default_algorithm; WEIR_ENOMEM. On any error nothing is returned.
+ * Thread-safe (loads share nothing).
+ */
+WEIR_API weir_status weir_rules_load(weir_ctx *ctx, const char *path,
+                                     const weir_rules_options *opts, weir_rules **out,
+                                     weir_rules_error *errors, size_t max_errors, size_t *n_errors);
+
+/**
+ * weir_rules_parse() - load one rule document from memory.
+ *
+ * @name: the display name used in error records (e.g. "inline.yaml");
+ *        NULL means "<memory>". @data/@len: the YAML text (need not be
+ *        NUL-terminated; at most WEIR_RULES_MAX_FILE_BYTES). Other
+ *        arguments, returns and guarantees as weir_rules_load(), except
+ *        that WEIR_EIO is never returned. @data NULL with @len 0 is an
+ *        empty document.
+ */
+WEIR_API weir_status weir_rules_parse(weir_ctx *ctx, const char *name, const void *data, size_t len,
+                                      const weir_rules_options *opts, weir_rules **out,
+                                      weir_rules_error *errors, size_t max_errors,
+                                      size_t *n_errors);
+
+/** Free loaded rules. NULL is a no-op. No accessor result may be used
+ *  afterwards. */
+WEIR_API void weir_rules_free(weir_rules *rules);
+
+/** Number of descriptor nodes, at every depth, over all domains. */
+WEIR_API size_t weir_rules_rule_count(const weir_rules *rules);
+/** Number of limits (unlimited ones included) over all domains. */
+WEIR_API size_t weir_rules_limit_count(const weir_rules *rules);
+
+/** Number of domains; domains are numbered 0..n-1 in load order. */
+WEIR_API size_t weir_rules_domain_count(const weir_rules *rules);
+/** The i-th domain, or NULL when @i is out of range. */
+WEIR_API const weir_rules_domain *weir_rules_domain_at(const weir_rules *rules, size_t i);
+/** The domain called @name (NUL-terminated, exact match), or NULL. */
+WEIR_API const weir_rules_domain *weir_rules_find_domain(const weir_rules *rules, const char *name);
+
+/** A domain's name (never NULL or empty). */
+WEIR_API const char *weir_rules_domain_name(const weir_rules_domain *domain);
+/** Number of top-level descriptors of a domain. */
+WEIR_API size_t weir_rules_domain_rule_count(const weir_rules_domain *domain);
+/** The i-th top-level descriptor in file order (merged files in load
+ *  order), or NULL when out of range. */
+WEIR_API const weir_rule *weir_rules_domain_rule(const weir_rules_domain *domain, size_t i);
+
+/** A descriptor's `key` (never NULL or empty). */
+WEIR_API const char *weir_rule_key(const weir_rule *rule);
+/** Its `value`, or NULL when it has none (an empty `value: ""` counts as
+ *  none, as upstream). */
+WEIR_API const char *weir_rule_value(const weir_rule *rule);
+/** Whether the value is a pattern (contains '*'). */
+WEIR_API bool weir_rule_is_wildcard(const weir_rule *rule);
+/** WEIR_RULE_* flags set on the descriptor. */
+WEIR_API uint32_t weir_rule_flags(const weir_rule *rule);
+/** Whether the descriptor has a `metadata:` mapping (its content is not
+ *  kept). */
+WEIR_API bool weir_rule_has_metadata(const weir_rule *rule);
+/** Number of limits on the descriptor (0, 1 for `rate_limit:`, or the
+ *  length of `rate_limits:`). */
+WEIR_API size_t weir_rule_limit_count(const weir_rule *rule);
+/** The i-th limit in file order, or NULL when out of range. */
+WEIR_API const weir_rule_limit *weir_rule_limit_at(const weir_rule *rule, size_t i);
+/** Number of nested descriptors. */
+WEIR_API size_t weir_rule_child_count(const weir_rule *rule);
+/** The i-th nested descriptor in file order, or NULL when out of range. */
+WEIR_API const weir_rule *weir_rule_child(const weir_rule *rule, size_t i);
+/** Where the descriptor's mapping starts: file name and 1-based position.
+ *  Any out-pointer may be NULL. */
+WEIR_API void weir_rule_location(const weir_rule *rule, const char **file, uint32_t *line,
+                                 uint32_t *column);
+
+/** The config name of a unit ("second", ...), or NULL for WEIR_UNIT_NONE
+ *  or an unknown number. */
+WEIR_API const char *weir_rule_unit_name(weir_rule_unit unit);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_RULES_H */

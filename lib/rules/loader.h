@@ -1,0 +1,115 @@
+/*
+ * loader.h - the rule tree's private layout and the pieces of the loader
+ * (scalar conversions, the YAML walk, the tree builder) shared between
+ * the files of lib/rules/.
+ *
+ * Invariant: everything a weir_rules points to lives in its arena, so one
+ * arena release frees the whole tree; a tree handed to a caller has every
+ * `*s`/`n_*` array built and every check passed.
+ */
+#ifndef WEIR_RULES_LOADER_H
+#define WEIR_RULES_LOADER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/context.h"
+#include "weir/rules.h"
+
+typedef struct rules_chunk rules_chunk;
+
+struct weir_rule {
+    const char *key;
+    const char *value; /* NULL: no value */
+    const char *file;
+    uint32_t line;
+    uint32_t column;
+    uint32_t flags;
+    bool wildcard;
+    bool has_metadata;
+    uint64_t seq; /* creation order over the whole load, for stable sorts */
+    const weir_rule_limit **limits;
+    size_t n_limits;
+    weir_rule **children;
+    size_t n_children;
+    weir_rule *next; /* sibling list while building */
+};
+
+/* A list of sibling descriptors while they are being read. */
+typedef struct rule_list {
+    weir_rule *first;
+    weir_rule *last;
+    size_t n;
+} rule_list;
+
+struct weir_rules_domain {
+    const char *name;
+    const char *file;
+    uint32_t line;
+    uint32_t column;
+    rule_list building;
+    weir_rule **rules;
+    size_t n_rules;
+    weir_rules_domain *next;
+};
+
+struct weir_rules {
+    weir_ctx *ctx;
+    rules_chunk *chunks;
+    weir_rules_domain *first_domain;
+    weir_rules_domain *last_domain;
+    weir_rules_domain **domains;
+    size_t n_domains;
+    size_t n_rules;
+    size_t n_limits;
+    uint64_t next_seq;
+};
+
+/* The state of one load: where errors go and the caps in force. */
+typedef struct rules_loader {
+    weir_rules *rules;
+    weir_rules_options opts; /* defaults applied */
+    weir_rules_error *errors;
+    size_t max_errors;
+    size_t n_errors;
+    bool nomem;
+    bool io_error;
+    bool rule_cap_hit;
+    bool limit_cap_hit;
+} rules_loader;
+
+/* ---- tree.c: arena, errors, domains, the final checks */
+
+/* Zeroed memory from the tree's arena, 16-byte aligned; NULL (and
+ * ld->nomem set) when out of memory. */
+void *weir__rules_alloc(rules_loader *ld, size_t size);
+/* A NUL-terminated arena copy of len bytes. */
+char *weir__rules_strndup(rules_loader *ld, const char *s, size_t len);
+/* Record a problem; line/column 1-based (0 = none). */
+void weir__rules_error(rules_loader *ld, const char *file, uint64_t line, uint64_t column,
+                       const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* A document's domain and descriptors, once read: merged with an existing
+ * domain of that name or reported as a duplicate, per the options. */
+void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file, uint32_t line,
+                            uint32_t column, rule_list *descriptors);
+/* Build the lookup arrays and run the checks that need the whole load
+ * (duplicate composite keys). */
+void weir__rules_finish(rules_loader *ld);
+/* Release a tree's arena and the tree. */
+void weir__rules_release(weir_rules *rules);
+
+/* ---- values.c: scalar conversions. Each returns NULL on success or a
+ * static reason on failure. */
+
+const char *weir__rules_parse_u64(const char *s, uint64_t max, uint64_t *out);
+const char *weir__rules_parse_bool(const char *s, bool *out);
+const char *weir__rules_parse_duration(const char *s, int64_t *out_us);
+/* Case-insensitive unit name; false when unknown. */
+bool weir__rules_parse_unit(const char *s, weir_rule_unit *unit, int64_t *window_us);
+
+/* ---- parse.c: one YAML document into the tree. */
+void weir__rules_parse_doc(rules_loader *ld, const char *file, const unsigned char *data,
+                           size_t len);
+
+#endif /* WEIR_RULES_LOADER_H */

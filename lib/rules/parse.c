@@ -1,0 +1,847 @@
+/*
+ * parse.c - reads one YAML rule document into the tree: a recursive-descent
+ * walk over libyaml's event stream that applies the rule-file schema as it
+ * goes (upstream's keys and errors, plus weir's rate_limit extensions).
+ *
+ * Invariants: the walk pulls events and never builds a YAML tree, so memory
+ * is the rules kept plus libyaml's own bounded buffers; recursion follows
+ * descriptor nesting only and stops at WEIR_RULES_MAX_DEPTH; aliases are
+ * refused wherever a value is read (and never expanded anywhere), so there
+ * is no alias blow-up; after a schema error the offending node is skipped
+ * and the walk goes on, so one pass reports every problem, while a YAML
+ * syntax error ends the document (libyaml cannot resume after one).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include <yaml.h>
+
+#include "rules/loader.h"
+
+typedef struct yp {
+    rules_loader *ld;
+    const char *file;
+    const unsigned char *data; /* the document, for positions of encoding errors */
+    size_t len;
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    bool have_ev; /* ev holds an event to delete */
+    bool dead;    /* syntax error or out of memory: stop reading */
+} yp;
+
+/* A position in the document, 1-based. */
+typedef struct pos {
+    uint64_t line;
+    uint64_t col;
+} pos;
+
+static pos pos_of(yaml_mark_t m)
+{
+    pos p = {(uint64_t)m.line + 1, (uint64_t)m.column + 1};
+    return p;
+}
+
+static pos here(const yp *p)
+{
+    return pos_of(p->ev.start_mark);
+}
+
+#define ERR(p, at, ...) weir__rules_error((p)->ld, (p)->file, (at).line, (at).col, __VA_ARGS__)
+
+static bool next(yp *p)
+{
+    if (p->dead || p->ld->nomem)
+        return false;
+    if (p->have_ev) {
+        yaml_event_delete(&p->ev);
+        p->have_ev = false;
+    }
+    if (!yaml_parser_parse(&p->parser, &p->ev)) {
+        p->dead = true;
+        if (p->parser.error == YAML_MEMORY_ERROR) {
+            p->ld->nomem = true;
+            return false;
+        }
+        if (p->parser.error == YAML_READER_ERROR) {
+            /* libyaml gives encoding errors a byte offset, not a mark */
+            pos at = {1, 1};
+            size_t off = p->parser.problem_offset < p->len ? p->parser.problem_offset : p->len;
+            for (size_t i = 0; i < off; i++) {
+                if (p->data[i] == '\n') {
+                    at.line++;
+                    at.col = 1;
+                } else {
+                    at.col++;
+                }
+            }
+            ERR(p, at, "YAML syntax error: %s (byte %d at offset %zu)",
+                p->parser.problem ? p->parser.problem : "bad encoding", p->parser.problem_value,
+                p->parser.problem_offset);
+            return false;
+        }
+        pos at = pos_of(p->parser.problem_mark);
+        const char *problem = p->parser.problem ? p->parser.problem : "unknown error";
+        if (p->parser.context)
+            ERR(p, at, "YAML syntax error: %s %s", p->parser.context, problem);
+        else
+            ERR(p, at, "YAML syntax error: %s", problem);
+        return false;
+    }
+    p->have_ev = true;
+    return true;
+}
+
+/* Consume the node whose first event is current. Aliases inside are
+ * passed over, never resolved. */
+static bool skip(yp *p)
+{
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT && p->ev.type != YAML_MAPPING_START_EVENT)
+        return true;
+    size_t depth = 1;
+    while (depth) {
+        if (!next(p))
+            return false;
+        if (p->ev.type == YAML_SEQUENCE_START_EVENT || p->ev.type == YAML_MAPPING_START_EVENT)
+            depth++;
+        else if (p->ev.type == YAML_SEQUENCE_END_EVENT || p->ev.type == YAML_MAPPING_END_EVENT)
+            depth--;
+    }
+    return true;
+}
+
+static bool is_null(const yp *p)
+{
+    if (p->ev.type != YAML_SCALAR_EVENT || p->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return false;
+    const char *s = (const char *)p->ev.data.scalar.value;
+    return p->ev.data.scalar.length == 0 || strcmp(s, "~") == 0 || strcasecmp(s, "null") == 0;
+}
+
+/* Report a node of the wrong kind and consume it. */
+static bool wrong_kind(yp *p, const char *field, const char *kind)
+{
+    if (p->ev.type == YAML_ALIAS_EVENT)
+        ERR(p, here(p), "YAML aliases are not supported");
+    else
+        ERR(p, here(p), "'%s' must be %s", field, kind);
+    return skip(p);
+}
+
+/* The current scalar as an arena string of at most max bytes, or NULL
+ * for another kind of node, an embedded NUL or a long string (reported),
+ * or when out of memory. */
+static const char *read_string(yp *p, const char *field, size_t max)
+{
+    if (p->ev.type != YAML_SCALAR_EVENT) {
+        wrong_kind(p, field, "a string");
+        return NULL;
+    }
+    const char *s = (const char *)p->ev.data.scalar.value;
+    size_t len = p->ev.data.scalar.length;
+    if (memchr(s, '\0', len)) {
+        ERR(p, here(p), "'%s' must not contain a NUL character", field);
+        return NULL;
+    }
+    if (len > max) {
+        ERR(p, here(p), "'%s' is longer than %zu bytes", field, max);
+        return NULL;
+    }
+    return weir__rules_strndup(p->ld, s, len);
+}
+
+/* The current scalar as a C string for a conversion (NULL when it is not
+ * a scalar, reported). Points into the event: valid until next(). */
+static const char *scalar_text(yp *p, const char *field)
+{
+    if (p->ev.type != YAML_SCALAR_EVENT) {
+        wrong_kind(p, field, "a scalar");
+        return NULL;
+    }
+    const char *s = (const char *)p->ev.data.scalar.value;
+    if (memchr(s, '\0', p->ev.data.scalar.length)) {
+        ERR(p, here(p), "'%s' must not contain a NUL character", field);
+        return NULL;
+    }
+    return s;
+}
+
+static bool read_bool(yp *p, const char *field, bool *out)
+{
+    const char *s = scalar_text(p, field);
+    if (!s)
+        return false;
+    const char *why = weir__rules_parse_bool(s, out);
+    if (why) {
+        ERR(p, here(p), "'%s' %s: '%.64s'", field, why, s);
+        return false;
+    }
+    return true;
+}
+
+static bool read_u64(yp *p, const char *field, uint64_t max, uint64_t *out)
+{
+    const char *s = scalar_text(p, field);
+    if (!s)
+        return false;
+    const char *why = weir__rules_parse_u64(s, max, out);
+    if (why && strcmp(why, "is too large") == 0) {
+        ERR(p, here(p), "'%s' is too large: '%.64s' (at most %llu)", field, s,
+            (unsigned long long)max);
+        return false;
+    }
+    if (why) {
+        ERR(p, here(p), "'%s' %s: '%.64s'", field, why, s);
+        return false;
+    }
+    return true;
+}
+
+/* ---- mapping keys */
+
+/* Reads a mapping's key and leaves its value as the current event.
+ * Returns the key's index in names, -1 at the end of the mapping, -2 when
+ * the key was reported and its value skipped, -3 when the parser died. */
+static int next_key(yp *p, const char *const *names, size_t n_names, uint64_t *seen, pos *key_at)
+{
+    for (;;) {
+        if (!next(p))
+            return -3;
+        if (p->ev.type == YAML_MAPPING_END_EVENT)
+            return -1;
+        *key_at = here(p);
+        int idx = -2;
+        if (p->ev.type != YAML_SCALAR_EVENT) {
+            ERR(p, *key_at,
+                p->ev.type == YAML_ALIAS_EVENT ? "YAML aliases are not supported"
+                                               : "mapping keys must be strings");
+            if (!skip(p))
+                return -3;
+        } else {
+            const char *k = (const char *)p->ev.data.scalar.value;
+            size_t len = p->ev.data.scalar.length;
+            for (size_t i = 0; i < n_names; i++) {
+                if (strlen(names[i]) == len && memcmp(names[i], k, len) == 0) {
+                    idx = (int)i;
+                    break;
+                }
+            }
+            if (idx < 0)
+                ERR(p, *key_at, "unknown key '%.*s'", len > 100 ? 100 : (int)len, k);
+            else if (*seen & (UINT64_C(1) << idx))
+                ERR(p, *key_at, "duplicate key '%s'", names[idx]);
+            if (idx >= 0 && (*seen & (UINT64_C(1) << idx)))
+                idx = -2;
+            else if (idx >= 0)
+                *seen |= UINT64_C(1) << idx;
+        }
+        if (!next(p))
+            return -3;
+        if (idx >= 0)
+            return idx;
+        if (!skip(p))
+            return -3;
+    }
+}
+
+/* ---- rate_limit */
+
+enum rl_field {
+    RL_UNIT,
+    RL_RPU,
+    RL_UNLIMITED,
+    RL_NAME,
+    RL_REPLACES,
+    RL_ALGORITHM,
+    RL_BURST,
+    RL_WINDOW,
+    RL_FAILURE_MODE,
+    RL_COUNT_REJECTED,
+    RL_SUB_WINDOWS,
+    RL_N
+};
+
+static const char *const rl_names[RL_N] = {
+    [RL_UNIT] = "unit",
+    [RL_RPU] = "requests_per_unit",
+    [RL_UNLIMITED] = "unlimited",
+    [RL_NAME] = "name",
+    [RL_REPLACES] = "replaces",
+    [RL_ALGORITHM] = "algorithm",
+    [RL_BURST] = "burst",
+    [RL_WINDOW] = "window",
+    [RL_FAILURE_MODE] = "failure_mode",
+    [RL_COUNT_REJECTED] = "count_rejected",
+    [RL_SUB_WINDOWS] = "sub_windows",
+};
+
+/* A replaces entry while its limit is read (names are checked at the end,
+ * when the limit's own name is known). */
+typedef struct repl {
+    const char *name;
+    pos at;
+    struct repl *next;
+} repl;
+
+static bool read_replaces(yp *p, repl **head, size_t *count)
+{
+    if (is_null(p))
+        return true;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT)
+        return wrong_kind(p, "replaces", "a list");
+    repl **tail = head;
+    for (;;) {
+        if (!next(p))
+            return false;
+        if (p->ev.type == YAML_SEQUENCE_END_EVENT)
+            return true;
+        pos at = here(p);
+        const char *name = NULL;
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            if (!wrong_kind(p, "replaces entry", "a mapping"))
+                return false;
+            continue;
+        }
+        static const char *const names[] = {"name"};
+        uint64_t seen = 0;
+        pos key_at;
+        int k;
+        while ((k = next_key(p, names, 1, &seen, &key_at)) != -1) {
+            if (k == -3)
+                return false;
+            if (k == 0 && !is_null(p))
+                name = read_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
+            else if (k == 0)
+                name = "";
+        }
+        if (!name || !*name) {
+            if (!(seen & 1) || (name && !*name))
+                ERR(p, at, "should not have an empty replaces entry");
+            continue;
+        }
+        if (*count >= WEIR_RULES_MAX_REPLACES) {
+            ERR(p, at, "more than %u replaces entries", WEIR_RULES_MAX_REPLACES);
+            continue;
+        }
+        repl *r = weir__rules_alloc(p->ld, sizeof(*r));
+        if (!r)
+            return false;
+        r->name = name;
+        r->at = at;
+        *tail = r;
+        tail = &r->next;
+        (*count)++;
+    }
+}
+
+static bool algo_has_burst(weir_algorithm a)
+{
+    return a == WEIR_ALGO_TOKEN_BUCKET || a == WEIR_ALGO_LEAKY_BUCKET ||
+           a == WEIR_ALGO_LEAKY_SHAPER || a == WEIR_ALGO_GCRA;
+}
+
+static void algo_list(char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 1; i <= WEIR_ALGORITHM_COUNT; i++) {
+        int w = snprintf(buf + len, cap - len, "%s%s", i > 1 ? ", " : "",
+                         weir_algorithm_name((weir_algorithm)i));
+        if (w < 0 || (size_t)w >= cap - len)
+            return;
+        len += (size_t)w;
+    }
+}
+
+/* Reads one rate_limit mapping (the current event) into a new limit.
+ * Returns the limit, NULL when it was reported or the parser died. */
+static weir_rule_limit *read_rate_limit(yp *p)
+{
+    rules_loader *ld = p->ld;
+    pos start = here(p);
+    if (p->ev.type != YAML_MAPPING_START_EVENT) {
+        wrong_kind(p, "rate_limit", "a mapping");
+        return NULL;
+    }
+    size_t errors_before = ld->n_errors;
+    weir_rule_limit *l = weir__rules_alloc(ld, sizeof(*l));
+    if (!l) {
+        skip(p);
+        return NULL;
+    }
+    l->file = p->file;
+    l->line = (uint32_t)(start.line > UINT32_MAX ? UINT32_MAX : start.line);
+    l->column = (uint32_t)(start.col > UINT32_MAX ? UINT32_MAX : start.col);
+    l->algorithm = ld->opts.default_algorithm;
+    bool unit_ok = false, unit_bad = false;
+    pos at[RL_N];
+    memset(at, 0, sizeof(at));
+    uint64_t seen = 0;
+    repl *replaces = NULL;
+    size_t n_replaces = 0;
+    int k;
+    pos key_at;
+    while ((k = next_key(p, rl_names, RL_N, &seen, &key_at)) != -1) {
+        if (k == -3)
+            return NULL;
+        at[k] = here(p);
+        const char *s;
+        uint64_t v;
+        bool b;
+        switch ((enum rl_field)k) {
+        case RL_UNIT:
+            if (is_null(p))
+                break;
+            if ((s = scalar_text(p, "unit")) == NULL) {
+                unit_bad = true;
+            } else if (weir__rules_parse_unit(s, &l->unit, &l->window_us)) {
+                unit_ok = true;
+            } else {
+                unit_bad = true;
+                ERR(p, at[k], "invalid rate limit unit '%.64s'", s);
+            }
+            break;
+        case RL_RPU:
+            if (read_u64(p, "requests_per_unit", UINT32_MAX, &v))
+                l->requests_per_unit = (uint32_t)v;
+            break;
+        case RL_UNLIMITED:
+            if (read_bool(p, "unlimited", &b))
+                l->unlimited = b;
+            break;
+        case RL_NAME:
+            if (!is_null(p)) {
+                s = read_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
+                l->name = s && *s ? s : NULL;
+            }
+            break;
+        case RL_REPLACES:
+            if (!read_replaces(p, &replaces, &n_replaces))
+                return NULL;
+            break;
+        case RL_ALGORITHM:
+            if ((s = scalar_text(p, "algorithm")) != NULL &&
+                weir_algorithm_parse(s, &l->algorithm) != WEIR_OK) {
+                char list[256];
+                algo_list(list, sizeof(list));
+                ERR(p, at[k], "unknown algorithm '%.64s' (expected one of: %s)", s, list);
+            }
+            break;
+        case RL_BURST:
+            if (read_u64(p, "burst", UINT32_MAX, &v))
+                l->burst = v;
+            break;
+        case RL_WINDOW:
+            if ((s = scalar_text(p, "window")) != NULL) {
+                const char *why = weir__rules_parse_duration(s, &l->window_us);
+                if (why)
+                    ERR(p, at[k], "window '%.64s' %s", s, why);
+            }
+            break;
+        case RL_FAILURE_MODE:
+            if ((s = scalar_text(p, "failure_mode")) != NULL) {
+                if (strcasecmp(s, "allow") == 0)
+                    l->failure_mode = WEIR_FAILURE_ALLOW;
+                else if (strcasecmp(s, "deny") == 0)
+                    l->failure_mode = WEIR_FAILURE_DENY;
+                else
+                    ERR(p, at[k], "invalid failure_mode '%.64s' (expected allow or deny)", s);
+            }
+            break;
+        case RL_COUNT_REJECTED:
+            if (read_bool(p, "count_rejected", &b))
+                l->count_rejected = b;
+            break;
+        case RL_SUB_WINDOWS:
+            if (read_u64(p, "sub_windows", UINT32_MAX, &v))
+                l->sub_windows = (uint32_t)v;
+            break;
+        case RL_N:
+            break;
+        }
+        if (!skip(p))
+            return NULL;
+    }
+    if (p->dead)
+        return NULL;
+
+    bool has_window = seen & (UINT64_C(1) << RL_WINDOW);
+    if (l->unlimited) {
+        if (unit_ok)
+            ERR(p, at[RL_UNIT], "should not specify rate limit unit when unlimited");
+        if (has_window)
+            ERR(p, at[RL_WINDOW], "should not specify rate limit window when unlimited");
+        static const enum rl_field moot[] = {RL_ALGORITHM, RL_BURST, RL_SUB_WINDOWS};
+        for (size_t i = 0; i < sizeof(moot) / sizeof(moot[0]); i++) {
+            if (seen & (UINT64_C(1) << moot[i]))
+                ERR(p, at[moot[i]], "'%s' has no effect when unlimited", rl_names[moot[i]]);
+        }
+        l->unit = WEIR_UNIT_NONE;
+        l->window_us = 0;
+    } else if (has_window && (unit_ok || unit_bad)) {
+        ERR(p, at[RL_WINDOW], "specify either 'unit' or 'window', not both");
+    } else if (!has_window && !unit_ok && !unit_bad) {
+        ERR(p, start, "invalid rate limit unit '' (a rate_limit needs 'unit' or 'window')");
+    }
+
+    const char **names = n_replaces ? weir__rules_alloc(ld, n_replaces * sizeof(*names)) : NULL;
+    size_t i = 0;
+    for (repl *r = replaces; r; r = r->next) {
+        if (l->name && strcmp(r->name, l->name) == 0)
+            ERR(p, r->at, "replaces should not contain name of same descriptor");
+        if (names)
+            names[i++] = r->name;
+    }
+    l->replaces = names;
+    l->n_replaces = names ? n_replaces : 0;
+
+    if (!l->unlimited) {
+        if ((seen & (UINT64_C(1) << RL_SUB_WINDOWS)) && l->algorithm != WEIR_ALGO_SLIDING_COUNTER)
+            ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");
+        if ((seen & (UINT64_C(1) << RL_BURST)) && !algo_has_burst(l->algorithm))
+            ERR(p, at[RL_BURST], "'burst' does not apply to %s", weir_algorithm_name(l->algorithm));
+    }
+    if (ld->n_errors != errors_before)
+        return NULL;
+    if (!l->unlimited) {
+        weir_limit_spec spec = {.algorithm = l->algorithm,
+                                .limit = l->requests_per_unit,
+                                .window_us = l->window_us,
+                                .burst = l->burst,
+                                .sub_windows = l->sub_windows};
+        weir_status st = weir_limit_compile(&spec, &l->compiled);
+        if (st != WEIR_OK) {
+            ERR(p, start, "limit not accepted: %s (%s, %u per %lld us, burst %llu, sub_windows %u)",
+                weir_strerror(st), weir_algorithm_name(l->algorithm), l->requests_per_unit,
+                (long long)l->window_us, (unsigned long long)l->burst, l->sub_windows);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+/* ---- descriptors */
+
+enum d_field {
+    D_KEY,
+    D_VALUE,
+    D_RATE_LIMIT,
+    D_RATE_LIMITS,
+    D_DESCRIPTORS,
+    D_SHADOW_MODE,
+    D_QUOTA_MODE,
+    D_DETAILED_METRIC,
+    D_VALUE_TO_METRIC,
+    D_SHARE_THRESHOLD,
+    D_METADATA,
+    D_N
+};
+
+static const char *const d_names[D_N] = {
+    [D_KEY] = "key",
+    [D_VALUE] = "value",
+    [D_RATE_LIMIT] = "rate_limit",
+    [D_RATE_LIMITS] = "rate_limits",
+    [D_DESCRIPTORS] = "descriptors",
+    [D_SHADOW_MODE] = "shadow_mode",
+    [D_QUOTA_MODE] = "quota_mode",
+    [D_DETAILED_METRIC] = "detailed_metric",
+    [D_VALUE_TO_METRIC] = "value_to_metric",
+    [D_SHARE_THRESHOLD] = "share_threshold",
+    [D_METADATA] = "metadata",
+};
+
+static const uint32_t d_flag[D_N] = {
+    [D_SHADOW_MODE] = WEIR_RULE_SHADOW_MODE,
+    [D_QUOTA_MODE] = WEIR_RULE_QUOTA_MODE,
+    [D_DETAILED_METRIC] = WEIR_RULE_DETAILED_METRIC,
+    [D_VALUE_TO_METRIC] = WEIR_RULE_VALUE_TO_METRIC,
+    [D_SHARE_THRESHOLD] = WEIR_RULE_SHARE_THRESHOLD,
+};
+
+/* A limit while its descriptor is read. */
+typedef struct lim_item {
+    weir_rule_limit *l;
+    struct lim_item *next;
+} lim_item;
+
+static bool read_descriptors(yp *p, rule_list *out, unsigned depth);
+
+static bool add_limit(yp *p, lim_item ***tail, size_t *n)
+{
+    weir_rule_limit *l = read_rate_limit(p);
+    if (!l)
+        return !p->dead;
+    rules_loader *ld = p->ld;
+    if (ld->rules->n_limits >= ld->opts.max_limits) {
+        if (!ld->limit_cap_hit)
+            weir__rules_error(ld, l->file, l->line, l->column, "more than %u limits in all",
+                              ld->opts.max_limits);
+        ld->limit_cap_hit = true;
+        return true;
+    }
+    lim_item *it = weir__rules_alloc(ld, sizeof(*it));
+    if (!it)
+        return false;
+    it->l = l;
+    **tail = it;
+    *tail = &it->next;
+    (*n)++;
+    ld->rules->n_limits++;
+    return true;
+}
+
+static bool read_rate_limits(yp *p, lim_item ***tail, size_t *n)
+{
+    if (is_null(p))
+        return true;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT)
+        return wrong_kind(p, "rate_limits", "a list");
+    size_t count = 0;
+    for (;;) {
+        if (!next(p))
+            return false;
+        if (p->ev.type == YAML_SEQUENCE_END_EVENT)
+            return true;
+        if (++count > WEIR_RULES_MAX_LIMITS_PER_RULE) {
+            if (count == WEIR_RULES_MAX_LIMITS_PER_RULE + 1)
+                ERR(p, here(p), "more than %u entries in 'rate_limits'",
+                    WEIR_RULES_MAX_LIMITS_PER_RULE);
+            if (!skip(p))
+                return false;
+            continue;
+        }
+        if (!add_limit(p, tail, n))
+            return false;
+    }
+}
+
+/* Reads one descriptor mapping (the current event). Returns false only
+ * when the parser died; *out is the node, or NULL when it was dropped. */
+static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
+{
+    rules_loader *ld = p->ld;
+    pos start = here(p);
+    *out = NULL;
+    weir_rule *n = weir__rules_alloc(ld, sizeof(*n));
+    if (!n)
+        return false;
+    n->file = p->file;
+    n->line = (uint32_t)(start.line > UINT32_MAX ? UINT32_MAX : start.line);
+    n->column = (uint32_t)(start.col > UINT32_MAX ? UINT32_MAX : start.col);
+    n->seq = ld->rules->next_seq++;
+    lim_item *limits = NULL, **ltail = &limits;
+    size_t n_limits = 0;
+    rule_list children = {NULL, NULL, 0};
+    pos at[D_N];
+    memset(at, 0, sizeof(at));
+    uint64_t seen = 0;
+    bool key_bad = false;
+    pos key_at;
+    int k;
+    while ((k = next_key(p, d_names, D_N, &seen, &key_at)) != -1) {
+        if (k == -3)
+            return false;
+        at[k] = here(p);
+        bool b;
+        switch ((enum d_field)k) {
+        case D_KEY:
+            if (!is_null(p)) {
+                n->key = read_string(p, "key", WEIR_RULES_MAX_STRING_BYTES);
+                key_bad = !n->key;
+            }
+            break;
+        case D_VALUE:
+            if (!is_null(p)) {
+                const char *v = read_string(p, "value", WEIR_RULES_MAX_STRING_BYTES);
+                /* upstream reads a missing and an empty value alike */
+                n->value = v && *v ? v : NULL;
+            }
+            break;
+        case D_RATE_LIMIT:
+            if (seen & (UINT64_C(1) << D_RATE_LIMITS))
+                ERR(p, key_at, "use either 'rate_limit' or 'rate_limits', not both");
+            else if (!is_null(p) && !add_limit(p, &ltail, &n_limits))
+                return false;
+            break;
+        case D_RATE_LIMITS:
+            if (seen & (UINT64_C(1) << D_RATE_LIMIT))
+                ERR(p, key_at, "use either 'rate_limit' or 'rate_limits', not both");
+            else if (!read_rate_limits(p, &ltail, &n_limits))
+                return false;
+            break;
+        case D_DESCRIPTORS:
+            if (!read_descriptors(p, &children, depth + 1))
+                return false;
+            break;
+        case D_SHADOW_MODE:
+        case D_QUOTA_MODE:
+        case D_DETAILED_METRIC:
+        case D_VALUE_TO_METRIC:
+        case D_SHARE_THRESHOLD:
+            if (read_bool(p, d_names[k], &b) && b)
+                n->flags |= d_flag[k];
+            break;
+        case D_METADATA:
+            if (p->ev.type == YAML_MAPPING_START_EVENT)
+                n->has_metadata = true;
+            else if (!is_null(p))
+                wrong_kind(p, "metadata", "a mapping");
+            break;
+        case D_N:
+            break;
+        }
+        if (!skip(p))
+            return false;
+    }
+    if (p->dead)
+        return false;
+    if (key_bad)
+        return true; /* reported already */
+    if (!n->key || !*n->key) {
+        ERR(p, (seen & (UINT64_C(1) << D_KEY)) ? at[D_KEY] : start, "descriptor has empty key");
+        return true;
+    }
+    n->wildcard = n->value && strchr(n->value, '*') != NULL;
+    if ((n->flags & WEIR_RULE_SHARE_THRESHOLD) && !n->wildcard)
+        ERR(p, at[D_SHARE_THRESHOLD], "share_threshold can only be used with wildcard values");
+
+    if (n_limits) {
+        n->limits = weir__rules_alloc(ld, n_limits * sizeof(*n->limits));
+        if (!n->limits)
+            return false;
+        for (lim_item *it = limits; it; it = it->next)
+            n->limits[n->n_limits++] = it->l;
+    }
+    if (children.n) {
+        n->children = weir__rules_alloc(ld, children.n * sizeof(*n->children));
+        if (!n->children)
+            return false;
+        for (weir_rule *c = children.first; c; c = c->next)
+            n->children[n->n_children++] = c;
+    }
+    if (ld->rules->n_rules >= ld->opts.max_descriptors) {
+        if (!ld->rule_cap_hit)
+            ERR(p, start, "more than %u descriptors in all", ld->opts.max_descriptors);
+        ld->rule_cap_hit = true;
+        return true;
+    }
+    ld->rules->n_rules++;
+    *out = n;
+    return true;
+}
+
+static bool read_descriptors(yp *p, rule_list *out, unsigned depth)
+{
+    if (is_null(p))
+        return true;
+    if (p->ev.type != YAML_SEQUENCE_START_EVENT)
+        return wrong_kind(p, "descriptors", "a list");
+    if (depth > WEIR_RULES_MAX_DEPTH) {
+        ERR(p, here(p), "descriptors nested deeper than %u levels", WEIR_RULES_MAX_DEPTH);
+        return skip(p);
+    }
+    for (;;) {
+        if (!next(p))
+            return false;
+        if (p->ev.type == YAML_SEQUENCE_END_EVENT)
+            return true;
+        if (p->ev.type != YAML_MAPPING_START_EVENT) {
+            if (!wrong_kind(p, "a descriptor", "a mapping"))
+                return false;
+            continue;
+        }
+        weir_rule *n;
+        if (!read_descriptor(p, depth, &n))
+            return false;
+        if (!n)
+            continue;
+        if (out->last)
+            out->last->next = n;
+        else
+            out->first = n;
+        out->last = n;
+        out->n++;
+    }
+}
+
+/* ---- the document */
+
+static void read_document(yp *p)
+{
+    /* current event: DOCUMENT_START */
+    if (!next(p))
+        return;
+    pos top = here(p);
+    const char *domain = NULL;
+    bool domain_bad = false; /* present but not a string: reported already */
+    pos domain_at = top;
+    rule_list descriptors = {NULL, NULL, 0};
+    if (p->ev.type == YAML_MAPPING_START_EVENT) {
+        static const char *const names[] = {"domain", "descriptors"};
+        uint64_t seen = 0;
+        pos key_at;
+        int k;
+        while ((k = next_key(p, names, 2, &seen, &key_at)) != -1) {
+            if (k == -3)
+                return;
+            if (k == 0) {
+                domain_at = here(p);
+                if (!is_null(p)) {
+                    domain = read_string(p, "domain", WEIR_RULES_MAX_STRING_BYTES);
+                    domain_bad = !domain;
+                }
+            } else if (!read_descriptors(p, &descriptors, 1)) {
+                return;
+            }
+            if (!skip(p))
+                return;
+        }
+    } else if (!is_null(p)) {
+        ERR(p, top, "a rule file must be a mapping with 'domain' and 'descriptors'");
+        skip(p);
+        return;
+    }
+    if (domain_bad)
+        return;
+    if (!domain || !*domain) {
+        ERR(p, domain_at, "config file cannot have empty domain");
+        return;
+    }
+    weir__rules_add_domain(p->ld, domain, p->file, (uint32_t)domain_at.line,
+                           (uint32_t)domain_at.col, &descriptors);
+}
+
+void weir__rules_parse_doc(rules_loader *ld, const char *file, const unsigned char *data,
+                           size_t len)
+{
+    yp p;
+    memset(&p, 0, sizeof(p));
+    p.ld = ld;
+    p.file = file;
+    p.data = data;
+    p.len = data ? len : 0;
+    if (!yaml_parser_initialize(&p.parser)) {
+        ld->nomem = true;
+        return;
+    }
+    static const unsigned char empty[1] = {0};
+    yaml_parser_set_input_string(&p.parser, data ? data : empty, data ? len : 0);
+    /* STREAM_START, then one document; a second one is an error. */
+    if (next(&p) && next(&p)) {
+        if (p.ev.type == YAML_STREAM_END_EVENT) {
+            weir__rules_error(ld, file, 1, 1, "config file cannot have empty domain");
+        } else {
+            read_document(&p);
+            /* finish the document (its end event) and look past it */
+            while (!p.dead && p.ev.type != YAML_DOCUMENT_END_EVENT && next(&p)) {
+            }
+            if (next(&p) && p.ev.type == YAML_DOCUMENT_START_EVENT)
+                ERR(&p, here(&p), "a rule file must hold one YAML document, found a second");
+        }
+    }
+    if (p.have_ev)
+        yaml_event_delete(&p.ev);
+    yaml_parser_delete(&p.parser);
+}

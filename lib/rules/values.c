@@ -1,0 +1,151 @@
+/*
+ * values.c - the scalar conversions of rule files: whole numbers, booleans,
+ * rate limit units and weir's window durations.
+ *
+ * Invariant: a conversion writes its output only on success, and every
+ * number it produces is within the bound it was given (durations within
+ * 1 .. WEIR_MAX_WINDOW_US); overflow is detected, never wrapped.
+ */
+#include <string.h>
+#include <strings.h>
+
+#include "rules/loader.h"
+
+#define US_PER_S INT64_C(1000000)
+#define US_PER_DAY (86400 * US_PER_S)
+
+const char *weir__rules_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+    /* Decimal digits only: YAML 1.1's octal, hex and sexagesimal forms
+     * would turn a typo into a surprising limit. */
+    if (s[0] == '-' && s[1] >= '0' && s[1] <= '9')
+        return "must not be negative";
+    if (s[0] == '\0')
+        return "must be a whole number";
+    uint64_t v = 0;
+    bool big = false;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return "must be a whole number";
+        if (__builtin_mul_overflow(v, 10u, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+            big = true;
+    }
+    if (big || v > max)
+        return "is too large";
+    *out = v;
+    return NULL;
+}
+
+const char *weir__rules_parse_bool(const char *s, bool *out)
+{
+    /* The YAML 1.1 spellings upstream's Go decoder accepts. */
+    static const char *const yes[] = {"true", "yes", "on", "y"};
+    static const char *const no[] = {"false", "no", "off", "n"};
+    for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return NULL;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return NULL;
+        }
+    }
+    return "must be true or false";
+}
+
+typedef struct unit_row {
+    const char *name;
+    weir_rule_unit unit;
+    int64_t us;
+} unit_row;
+
+static const unit_row units[] = {
+    {"second", WEIR_UNIT_SECOND, US_PER_S},     {"minute", WEIR_UNIT_MINUTE, 60 * US_PER_S},
+    {"hour", WEIR_UNIT_HOUR, 3600 * US_PER_S},  {"day", WEIR_UNIT_DAY, US_PER_DAY},
+    {"week", WEIR_UNIT_WEEK, 7 * US_PER_DAY},   {"month", WEIR_UNIT_MONTH, 30 * US_PER_DAY},
+    {"year", WEIR_UNIT_YEAR, 365 * US_PER_DAY},
+};
+
+bool weir__rules_parse_unit(const char *s, weir_rule_unit *unit, int64_t *window_us)
+{
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(s, units[i].name) == 0) {
+            *unit = units[i].unit;
+            *window_us = units[i].us;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *weir_rule_unit_name(weir_rule_unit unit)
+{
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (units[i].unit == unit)
+            return units[i].name;
+    }
+    return NULL;
+}
+
+/* Suffixes of a duration, longest first so "ms" wins over "m". */
+typedef struct dur_row {
+    const char *suffix;
+    int64_t us;
+} dur_row;
+
+static const dur_row dur_units[] = {
+    {"us", 1},
+    {"ms", 1000},
+    {"s", US_PER_S},
+    {"m", 60 * US_PER_S},
+    {"h", 3600 * US_PER_S},
+    {"d", US_PER_DAY},
+    {"w", 7 * US_PER_DAY},
+};
+
+const char *weir__rules_parse_duration(const char *s, int64_t *out_us)
+{
+    static const char bad[] = "is not a duration (e.g. 500ms, 30s, 5m, 1h, 2d, 1h30m)";
+    /* A sequence of <digits><unit>, like Go's time.ParseDuration but whole
+     * numbers only, so "1.5s" is spelled "1500ms" and stays exact. */
+    if (*s == '\0')
+        return bad;
+    int64_t total = 0;
+    bool big = false;
+    const char *p = s;
+    while (*p) {
+        if (*p == '-')
+            return "must be positive";
+        if (*p < '0' || *p > '9')
+            return bad;
+        int64_t n = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (__builtin_mul_overflow(n, 10, &n) || __builtin_add_overflow(n, *p - '0', &n))
+                big = true;
+            p++;
+        }
+        const dur_row *u = NULL;
+        for (size_t i = 0; i < sizeof(dur_units) / sizeof(dur_units[0]) && !u; i++) {
+            size_t l = strlen(dur_units[i].suffix);
+            /* the suffix must end the number's run of letters: "5ms" is
+             * milliseconds, "5mx" is not minutes */
+            if (strncmp(p, dur_units[i].suffix, l) == 0 && !(p[l] >= 'a' && p[l] <= 'z'))
+                u = &dur_units[i];
+        }
+        if (!u)
+            return bad;
+        p += strlen(u->suffix);
+        int64_t part;
+        if (big || __builtin_mul_overflow(n, u->us, &part) ||
+            __builtin_add_overflow(total, part, &total))
+            big = true;
+    }
+    if (big || total > WEIR_MAX_WINDOW_US)
+        return "is too long (at most 100 years)";
+    if (total <= 0)
+        return "must be positive";
+    *out_us = total;
+    return NULL;
+}

@@ -1,0 +1,190 @@
+/*
+ * config.c - `weir config check PATH` and `weir config print PATH`: load a
+ * rule file or directory exactly as the daemon will, and report.
+ *
+ * check: every problem as "file:line:column: message", exit 1; or a summary
+ *        of the domains, descriptors and limits, exit 0.
+ * print: the compiled rules, one line per limit, in the spirit of
+ *        envoyproxy/ratelimit's /rlconfig.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "weir/weir.h"
+
+#define MAX_REPORTED_ERRORS 1000u
+#define MAX_PATH_TEXT 4096u
+
+typedef struct config_args {
+    const char *verb;
+    const char *path;
+    weir_rules_options opts;
+} config_args;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: weir config check|print [--merge] [--default-algorithm NAME] PATH\n"
+               "\n"
+               "  check   load PATH (a rule file, or a directory of *.yaml / *.yml) and print\n"
+               "          every problem as file:line:column: message (exit 1), or a\n"
+               "          summary of the domains and rules (exit 0)\n"
+               "  print   print the compiled rules, one line per limit\n"
+               "\n"
+               "  --merge                   files of one domain merge instead of being an error\n"
+               "  --default-algorithm NAME  algorithm of limits without `algorithm:`\n"
+               "                            (default fixed_window, upstream's)\n"
+               "\n"
+               "example: weir config check examples/rules.yaml\n");
+}
+
+static int parse_args(int argc, char **argv, config_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    a->opts.size = sizeof(a->opts);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--merge") == 0) {
+            a->opts.merge_domains = true;
+        } else if (strcmp(argv[i], "--default-algorithm") == 0 && i + 1 < argc) {
+            if (weir_algorithm_parse(argv[++i], &a->opts.default_algorithm) != WEIR_OK) {
+                fprintf(stderr, "weir config: unknown algorithm '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "weir config: unknown option '%s'\n\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!a->verb) {
+            a->verb = argv[i];
+        } else if (!a->path) {
+            a->path = argv[i];
+        } else {
+            fprintf(stderr, "weir config: one PATH only\n");
+            return 2;
+        }
+    }
+    if (!a->verb || !a->path || (strcmp(a->verb, "check") != 0 && strcmp(a->verb, "print") != 0)) {
+        usage(stderr);
+        return 2;
+    }
+    return -1;
+}
+
+/* Appends ".key_value" (or ".key") for one level to the path text. */
+static void path_push(char *buf, size_t cap, size_t *len, const weir_rule *r)
+{
+    const char *v = weir_rule_value(r);
+    int n = snprintf(buf + *len, cap - *len, "%s%s%s%s", *len ? "." : "", weir_rule_key(r),
+                     v ? "_" : "", v ? v : "");
+    if (n > 0)
+        *len = (size_t)n + *len < cap ? *len + (size_t)n : cap - 1;
+}
+
+static void print_limit(const char *domain, const char *path, const weir_rule *r,
+                        const weir_rule_limit *l)
+{
+    uint32_t f = weir_rule_flags(r);
+    printf("%s.%s:", domain, path);
+    if (l->unlimited) {
+        printf(" unlimited");
+    } else {
+        printf(" requests_per_unit=%u", l->requests_per_unit);
+        if (l->unit != WEIR_UNIT_NONE)
+            printf(" unit=%s", weir_rule_unit_name(l->unit));
+        printf(" window_us=%lld algorithm=%s burst=%llu", (long long)l->window_us,
+               weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
+        if (l->failure_mode == WEIR_FAILURE_DENY)
+            printf(" failure_mode=deny");
+        if (l->count_rejected)
+            printf(" count_rejected=true");
+    }
+    if (l->name)
+        printf(" name=%s", l->name);
+    for (size_t i = 0; i < l->n_replaces; i++)
+        printf(" replaces=%s", l->replaces[i]);
+    printf(" shadow_mode=%s", (f & WEIR_RULE_SHADOW_MODE) ? "true" : "false");
+    if (f & WEIR_RULE_QUOTA_MODE)
+        printf(" quota_mode=true");
+    printf("\n");
+}
+
+static void print_rule(const char *domain, const weir_rule *r, char *buf, size_t len)
+{
+    size_t mine = len;
+    path_push(buf, MAX_PATH_TEXT, &mine, r);
+    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
+        print_limit(domain, buf, r, weir_rule_limit_at(r, i));
+    for (size_t i = 0; i < weir_rule_child_count(r); i++)
+        print_rule(domain, weir_rule_child(r, i), buf, mine);
+    buf[len] = '\0';
+}
+
+int weir_cli_config(int argc, char **argv)
+{
+    config_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+
+    weir_ctx *ctx;
+    if (weir_ctx_new(NULL, &ctx) != WEIR_OK) {
+        fprintf(stderr, "weir config: out of memory\n");
+        return 1;
+    }
+    weir_rules_error *errs = calloc(MAX_REPORTED_ERRORS, sizeof(*errs));
+    weir_rules *rules = NULL;
+    size_t n_errs = 0;
+    weir_status st =
+        errs ? weir_rules_load(ctx, a.path, &a.opts, &rules, errs, MAX_REPORTED_ERRORS, &n_errs)
+             : WEIR_ENOMEM;
+    if (st != WEIR_OK) {
+        size_t shown = n_errs < MAX_REPORTED_ERRORS ? n_errs : MAX_REPORTED_ERRORS;
+        for (size_t i = 0; i < shown; i++) {
+            if (errs[i].line)
+                fprintf(stderr, "%s:%u:%u: %s\n", errs[i].file, errs[i].line, errs[i].column,
+                        errs[i].message);
+            else
+                fprintf(stderr, "%s: %s\n", errs[i].file, errs[i].message);
+        }
+        if (n_errs > shown)
+            fprintf(stderr, "... and %zu more\n", n_errs - shown);
+        if (n_errs == 0)
+            fprintf(stderr, "%s: %s\n", a.path, weir_strerror(st));
+        else
+            fprintf(stderr, "%s: %zu problem%s, rules not loaded\n", a.path, n_errs,
+                    n_errs == 1 ? "" : "s");
+        free(errs);
+        weir_ctx_free(ctx);
+        return 1;
+    }
+    free(errs);
+
+    if (strcmp(a.verb, "check") == 0) {
+        size_t nd = weir_rules_domain_count(rules);
+        printf("%s: ok: %zu domain%s, %zu descriptor%s, %zu limit%s\n", a.path, nd,
+               nd == 1 ? "" : "s", weir_rules_rule_count(rules),
+               weir_rules_rule_count(rules) == 1 ? "" : "s", weir_rules_limit_count(rules),
+               weir_rules_limit_count(rules) == 1 ? "" : "s");
+        for (size_t i = 0; i < nd; i++) {
+            const weir_rules_domain *d = weir_rules_domain_at(rules, i);
+            printf("  domain %s: %zu top-level descriptor%s\n", weir_rules_domain_name(d),
+                   weir_rules_domain_rule_count(d),
+                   weir_rules_domain_rule_count(d) == 1 ? "" : "s");
+        }
+    } else {
+        char *buf = calloc(1, MAX_PATH_TEXT);
+        for (size_t i = 0; buf && i < weir_rules_domain_count(rules); i++) {
+            const weir_rules_domain *d = weir_rules_domain_at(rules, i);
+            for (size_t j = 0; j < weir_rules_domain_rule_count(d); j++)
+                print_rule(weir_rules_domain_name(d), weir_rules_domain_rule(d, j), buf, 0);
+        }
+        free(buf);
+    }
+    weir_rules_free(rules);
+    weir_ctx_free(ctx);
+    return 0;
+}

@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "algo_support.h"
 #include "weir/weir.h"
 
 #define S ((int64_t)1000000) /* one second in microseconds */
@@ -29,52 +30,21 @@ static weir_limit compile(uint64_t limit, int64_t window_us, uint64_t burst)
     return lim;
 }
 
-static weir_result step(const weir_limit *lim, void *state, int64_t now, uint64_t hits)
-{
-    weir_result r;
-    assert_int_equal(weir_step(lim, state, now, hits, &r), WEIR_OK);
-    return r;
-}
-
-/* A check must give the step's verdict and leave the state alone. */
-static weir_result check(const weir_limit *lim, const void *state, int64_t now, uint64_t hits)
-{
-    unsigned char before[WEIR_STATE_FIXED_BYTES];
-    memcpy(before, state, sizeof(before));
-    weir_result r;
-    assert_int_equal(weir_check(lim, state, now, hits, &r), WEIR_OK);
-    assert_memory_equal(before, state, sizeof(before));
-    assert_int_equal(r.lease, 0);
-    return r;
-}
-
-/* allowed, remaining, retry_after_us, reset_after_us */
-#define EXPECT(res, ok, rem, retry, reset)            \
-    do {                                              \
-        weir_result r_ = (res);                       \
-        assert_int_equal(r_.allowed, (ok));           \
-        assert_int_equal(r_.remaining, (rem));        \
-        assert_int_equal(r_.retry_after_us, (retry)); \
-        assert_int_equal(r_.reset_after_us, (reset)); \
-        assert_int_equal(r_.delay_us, 0);             \
-        assert_int_equal(r_.lease, 0);                \
-    } while (0)
-
 static void default_burst_spaces_requests(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(10, S, 0); /* T = 100 ms, burst 1 */
     assert_int_equal(lim.burst, 1);
     uint64_t st[2] = {0, 0};
-    weir_result r = step(&lim, st, 0, 1);
+    weir_result r = algo_step(&lim, st, 0, 1);
     EXPECT(r, true, 0, 0, 100000);
     assert_int_equal(r.limit, 1);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 100000, 100000);
-    EXPECT(step(&lim, st, 99999, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 100000, 1), true, 0, 0, 100000);
-    EXPECT(check(&lim, st, 150000, 0), false, 0, 50000, 50000);
-    EXPECT(check(&lim, st, 200000, 0), true, 1, 0, 0);
-    EXPECT(check(&lim, st, 5 * S, 1), true, 0, 0, 100000);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 100000, 100000);
+    EXPECT(algo_step(&lim, st, 99999, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 100000, 1), true, 0, 0, 100000);
+    EXPECT(algo_check(&lim, st, 150000, 0), false, 0, 50000, 50000);
+    EXPECT(algo_check(&lim, st, 200000, 0), true, 1, 0, 0);
+    EXPECT(algo_check(&lim, st, 5 * S, 1), true, 0, 0, 100000);
 }
 
 static void burst_then_spacing(void **unused)
@@ -83,18 +53,18 @@ static void burst_then_spacing(void **unused)
     weir_limit lim = compile(10, S, 5);
     uint64_t st[2] = {0, 0};
     for (int i = 0; i < 5; i++) {
-        weir_result r = step(&lim, st, 0, 1);
+        weir_result r = algo_step(&lim, st, 0, 1);
         EXPECT(r, true, 4 - i, 0, 100000 * (i + 1));
         assert_int_equal(r.limit, 5);
     }
-    EXPECT(step(&lim, st, 0, 1), false, 0, 100000, 500000);
-    EXPECT(step(&lim, st, 0, 6), false, 0, WEIR_NEVER, 500000);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 100000, 500000);
+    EXPECT(algo_step(&lim, st, 0, 6), false, 0, WEIR_NEVER, 500000);
     /* 250 ms later the backlog is 250 ms: two more fit, a third does not */
-    EXPECT(step(&lim, st, 250000, 2), true, 0, 0, 450000);
-    EXPECT(step(&lim, st, 250000, 1), false, 0, 50000, 450000);
+    EXPECT(algo_step(&lim, st, 250000, 2), true, 0, 0, 450000);
+    EXPECT(algo_step(&lim, st, 250000, 1), false, 0, 50000, 450000);
     /* back at rest at 700 ms */
-    EXPECT(check(&lim, st, 699999, 0), true, 4, 0, 1);
-    EXPECT(step(&lim, st, 750000, 3), true, 2, 0, 300000);
+    EXPECT(algo_check(&lim, st, 699999, 0), true, 4, 0, 1);
+    EXPECT(algo_step(&lim, st, 750000, 3), true, 2, 0, 300000);
 }
 
 static void limit_one(void **unused)
@@ -102,11 +72,11 @@ static void limit_one(void **unused)
     (void)unused;
     weir_limit lim = compile(1, S, 0);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, 500000, 1), false, 0, 500000, 500000);
-    EXPECT(step(&lim, st, S - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, S, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, 3 * S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 500000, 1), false, 0, 500000, 500000);
+    EXPECT(algo_step(&lim, st, S - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 3 * S, 1), true, 0, 0, S);
 }
 
 static void cost_above_burst_is_never(void **unused)
@@ -114,17 +84,17 @@ static void cost_above_burst_is_never(void **unused)
     (void)unused;
     weir_limit lim = compile(5, S, 0); /* burst 1: a cost of 2 never fits */
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 2), false, 1, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, UINT64_MAX), false, 1, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, 2), false, 1, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, UINT64_MAX), false, 1, WEIR_NEVER, 0);
     assert_int_equal(st[0], 0);
     assert_int_equal(st[1], 0);
 
     lim = compile(5, S, 5);
-    EXPECT(step(&lim, st, 0, 6), false, 5, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, 5), true, 0, 0, S);
-    EXPECT(step(&lim, st, 0, 6), false, 0, WEIR_NEVER, S);
+    EXPECT(algo_step(&lim, st, 0, 6), false, 5, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, 5), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 0, 6), false, 0, WEIR_NEVER, S);
     /* 5 units need the whole bucket: 1 s */
-    EXPECT(step(&lim, st, 0, 5), false, 0, S, S);
+    EXPECT(algo_step(&lim, st, 0, 5), false, 0, S, S);
 }
 
 static void cost_above_one(void **unused)
@@ -132,10 +102,10 @@ static void cost_above_one(void **unused)
     (void)unused;
     weir_limit lim = compile(4, S, 4); /* T = 250 ms */
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 3), true, 1, 0, 750000);
-    EXPECT(step(&lim, st, 0, 2), false, 1, 250000, 750000);
-    EXPECT(step(&lim, st, 250000, 2), true, 0, 0, 1000000);
-    EXPECT(step(&lim, st, 250000, 4), false, 0, S, S);
+    EXPECT(algo_step(&lim, st, 0, 3), true, 1, 0, 750000);
+    EXPECT(algo_step(&lim, st, 0, 2), false, 1, 250000, 750000);
+    EXPECT(algo_step(&lim, st, 250000, 2), true, 0, 0, 1000000);
+    EXPECT(algo_step(&lim, st, 250000, 4), false, 0, S, S);
 }
 
 static void peek_changes_nothing(void **unused)
@@ -144,19 +114,19 @@ static void peek_changes_nothing(void **unused)
     weir_limit lim = compile(2, S, 2); /* T = 500 ms */
     uint64_t st[2] = {0, 0};
     const uint64_t zero[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 0), true, 2, 0, 0);
+    EXPECT(algo_step(&lim, st, 0, 0), true, 2, 0, 0);
     assert_memory_equal(st, zero, sizeof(st));
-    EXPECT(step(&lim, st, 0, 1), true, 1, 0, 500000);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 1, 0, 500000);
     uint64_t saved[2];
     memcpy(saved, st, sizeof(st));
-    EXPECT(step(&lim, st, 0, 0), true, 1, 0, 500000);
+    EXPECT(algo_step(&lim, st, 0, 0), true, 1, 0, 500000);
     assert_memory_equal(st, saved, sizeof(st));
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, S);
     memcpy(saved, st, sizeof(st));
-    EXPECT(step(&lim, st, 0, 0), false, 0, 500000, S);
-    EXPECT(step(&lim, st, 400000, 0), false, 0, 100000, 600000);
+    EXPECT(algo_step(&lim, st, 0, 0), false, 0, 500000, S);
+    EXPECT(algo_step(&lim, st, 400000, 0), false, 0, 100000, 600000);
     assert_memory_equal(st, saved, sizeof(st));
-    EXPECT(step(&lim, st, 500000, 0), true, 1, 0, 500000);
+    EXPECT(algo_step(&lim, st, 500000, 0), true, 1, 0, 500000);
 }
 
 static void now_zero_and_fresh_state(void **unused)
@@ -164,10 +134,10 @@ static void now_zero_and_fresh_state(void **unused)
     (void)unused;
     weir_limit lim = compile(3, 3, 0); /* T = 1 us */
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, 1);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 1, 1), true, 0, 0, 1);
-    EXPECT(step(&lim, st, 2, 1), true, 0, 0, 1);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, 1);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 1, 1), true, 0, 0, 1);
+    EXPECT(algo_step(&lim, st, 2, 1), true, 0, 0, 1);
 }
 
 static void sub_microsecond_interval(void **unused)
@@ -177,11 +147,11 @@ static void sub_microsecond_interval(void **unused)
     weir_limit lim = compile(3, 1, 3);
     assert_int_equal(lim.unit, 334);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 3), true, 0, 0, 2);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 1, 2);
-    EXPECT(step(&lim, st, 1, 1), true, 1, 0, 1);
-    EXPECT(step(&lim, st, 1, 1), true, 0, 0, 1);
-    EXPECT(step(&lim, st, 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 0, 3), true, 0, 0, 2);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 1, 2);
+    EXPECT(algo_step(&lim, st, 1, 1), true, 1, 0, 1);
+    EXPECT(algo_step(&lim, st, 1, 1), true, 0, 0, 1);
+    EXPECT(algo_step(&lim, st, 1, 1), false, 0, 1, 1);
 }
 
 static void huge_periods(void **unused)
@@ -190,15 +160,15 @@ static void huge_periods(void **unused)
     /* one request per 100 years, the longest window there is */
     weir_limit lim = compile(1, WEIR_MAX_WINDOW_US, 0);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
-    EXPECT(step(&lim, st, 1, 1), false, 0, WEIR_MAX_WINDOW_US - 1, WEIR_MAX_WINDOW_US - 1);
-    EXPECT(step(&lim, st, WEIR_MAX_WINDOW_US - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, WEIR_MAX_WINDOW_US, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, 1, 1), false, 0, WEIR_MAX_WINDOW_US - 1, WEIR_MAX_WINDOW_US - 1);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_WINDOW_US - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_WINDOW_US, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
 
     /* burst 2 of those still fits 63 bits of nanoseconds; 3 does not */
     lim = compile(1, WEIR_MAX_WINDOW_US, 2);
     memset(st, 0, sizeof(st));
-    EXPECT(step(&lim, st, 0, 2), true, 0, 0, 2 * WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, 0, 2), true, 0, 0, 2 * WEIR_MAX_WINDOW_US);
     weir_limit_spec spec = {
         .algorithm = WEIR_ALGO_GCRA, .limit = 1, .window_us = WEIR_MAX_WINDOW_US, .burst = 3};
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_ERANGE);
@@ -207,16 +177,16 @@ static void huge_periods(void **unused)
     lim = compile(WEIR_MAX_LIMIT, WEIR_MAX_WINDOW_US, 0);
     assert_int_equal(lim.unit, 734757633);
     memset(st, 0, sizeof(st));
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, 734758);
-    EXPECT(step(&lim, st, 734757, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 734758, 1), true, 0, 0, 734758);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, 734758);
+    EXPECT(algo_step(&lim, st, 734757, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 734758, 1), true, 0, 0, 734758);
 
     /* 365 per year: one a day */
     lim = compile(365, YEAR, 0);
     memset(st, 0, sizeof(st));
-    EXPECT(step(&lim, st, 10 * YEAR, 1), true, 0, 0, DAY);
-    EXPECT(step(&lim, st, 10 * YEAR + DAY - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 10 * YEAR + DAY, 1), true, 0, 0, DAY);
+    EXPECT(algo_step(&lim, st, 10 * YEAR, 1), true, 0, 0, DAY);
+    EXPECT(algo_step(&lim, st, 10 * YEAR + DAY - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 10 * YEAR + DAY, 1), true, 0, 0, DAY);
 }
 
 static void arbitrary_windows(void **unused)
@@ -225,27 +195,27 @@ static void arbitrary_windows(void **unused)
     /* 7 per 30 s: T = 4285714286 ns, 4285715 us once rounded up */
     weir_limit lim = compile(7, 30 * S, 0);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, 4285715);
-    EXPECT(step(&lim, st, 4285714, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 4285715, 1), true, 0, 0, 4285715);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, 4285715);
+    EXPECT(algo_step(&lim, st, 4285714, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 4285715, 1), true, 0, 0, 4285715);
     /* admitted at 4285715 us, so the next TAT is 8571429286 ns */
-    EXPECT(step(&lim, st, 8571429, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 8571430, 1), true, 0, 0, 4285715);
+    EXPECT(algo_step(&lim, st, 8571429, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 8571430, 1), true, 0, 0, 4285715);
     /* a whole burst at once: 7 T = 30000000002 ns, rounded up once */
     lim = compile(7, 30 * S, 7);
     memset(st, 0, sizeof(st));
-    EXPECT(step(&lim, st, 0, 7), true, 0, 0, 30000001);
-    EXPECT(step(&lim, st, 30 * S, 7), false, 6, 1, 1);
-    EXPECT(step(&lim, st, 30 * S, 6), true, 0, 0, 25714286);
+    EXPECT(algo_step(&lim, st, 0, 7), true, 0, 0, 30000001);
+    EXPECT(algo_step(&lim, st, 30 * S, 7), false, 6, 1, 1);
+    EXPECT(algo_step(&lim, st, 30 * S, 6), true, 0, 0, 25714286);
 
     /* 100 per 5 min with the whole budget as burst: T = 3 s */
     lim = compile(100, 300 * S, 100);
     memset(st, 0, sizeof(st));
     for (int i = 0; i < 100; i++)
-        EXPECT(step(&lim, st, 0, 1), true, 99 - i, 0, 3 * S * (i + 1));
-    EXPECT(step(&lim, st, 0, 1), false, 0, 3 * S, 300 * S);
-    EXPECT(step(&lim, st, 3 * S - 1, 1), false, 0, 1, 300 * S - 3 * S + 1);
-    EXPECT(step(&lim, st, 3 * S, 1), true, 0, 0, 300 * S);
+        EXPECT(algo_step(&lim, st, 0, 1), true, 99 - i, 0, 3 * S * (i + 1));
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 3 * S, 300 * S);
+    EXPECT(algo_step(&lim, st, 3 * S - 1, 1), false, 0, 1, 300 * S - 3 * S + 1);
+    EXPECT(algo_step(&lim, st, 3 * S, 1), true, 0, 0, 300 * S);
 }
 
 static void stalled_clock(void **unused)
@@ -254,10 +224,10 @@ static void stalled_clock(void **unused)
     weir_limit lim = compile(3, S, 3); /* T = 333333334 ns */
     uint64_t st[2] = {0, 0};
     for (int i = 0; i < 3; i++)
-        assert_true(step(&lim, st, 7 * S, 1).allowed);
+        assert_true(algo_step(&lim, st, 7 * S, 1).allowed);
     for (int i = 0; i < 1000; i++)
-        EXPECT(step(&lim, st, 7 * S, 1), false, 0, 333334, 1000001);
-    EXPECT(step(&lim, st, 7 * S + 333334, 1), true, 0, 0, 1000000);
+        EXPECT(algo_step(&lim, st, 7 * S, 1), false, 0, 333334, 1000001);
+    EXPECT(algo_step(&lim, st, 7 * S + 333334, 1), true, 0, 0, 1000000);
 }
 
 static void clock_backwards(void **unused)
@@ -265,19 +235,19 @@ static void clock_backwards(void **unused)
     (void)unused;
     weir_limit lim = compile(1, S, 0);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 10 * S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 10 * S, 1), true, 0, 0, S);
     /* 5 s earlier the next slot (11 s) is 6 s away on the caller's clock */
-    EXPECT(step(&lim, st, 5 * S, 1), false, 0, 6 * S, 6 * S);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 11 * S, 11 * S);
-    EXPECT(step(&lim, st, 11 * S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 5 * S, 1), false, 0, 6 * S, 6 * S);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 11 * S, 11 * S);
+    EXPECT(algo_step(&lim, st, 11 * S, 1), true, 0, 0, S);
 
     /* a burst does not come back when the clock runs backwards */
     lim = compile(1, S, 2);
     memset(st, 0, sizeof(st));
-    EXPECT(step(&lim, st, 10 * S, 1), true, 1, 0, S);
-    EXPECT(step(&lim, st, 9 * S, 1), false, 0, S, 2 * S);
-    EXPECT(step(&lim, st, 10 * S, 1), true, 0, 0, 2 * S);
-    EXPECT(step(&lim, st, 5 * S, 0), false, 0, 6 * S, 7 * S);
+    EXPECT(algo_step(&lim, st, 10 * S, 1), true, 1, 0, S);
+    EXPECT(algo_step(&lim, st, 9 * S, 1), false, 0, S, 2 * S);
+    EXPECT(algo_step(&lim, st, 10 * S, 1), true, 0, 0, 2 * S);
+    EXPECT(algo_step(&lim, st, 5 * S, 0), false, 0, 6 * S, 7 * S);
 }
 
 static void negative_time_is_time_zero(void **unused)
@@ -286,11 +256,11 @@ static void negative_time_is_time_zero(void **unused)
     weir_limit lim = compile(1, S, 0);
     uint64_t st[2] = {0, 0};
     /* admitted at time 0; durations are still counted from the caller's now */
-    EXPECT(step(&lim, st, -500, 1), true, 0, 0, S + 500);
-    EXPECT(step(&lim, st, -500, 1), false, 0, S + 500, S + 500);
-    EXPECT(check(&lim, st, S - 1, 1), false, 0, 1, 1);
-    EXPECT(check(&lim, st, S, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, INT64_MIN, 1), false, 0, INT64_MAX, INT64_MAX);
+    EXPECT(algo_step(&lim, st, -500, 1), true, 0, 0, S + 500);
+    EXPECT(algo_step(&lim, st, -500, 1), false, 0, S + 500, S + 500);
+    EXPECT(algo_check(&lim, st, S - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_check(&lim, st, S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, INT64_MIN, 1), false, 0, INT64_MAX, INT64_MAX);
 }
 
 static void extreme_times(void **unused)
@@ -302,7 +272,7 @@ static void extreme_times(void **unused)
      * at most one request (the burst) may ever be admitted at them. */
     int admitted = 0;
     for (int i = 0; i < 10; i++) {
-        weir_result r = step(&lim, st, INT64_MAX - i % 2, 1);
+        weir_result r = algo_step(&lim, st, INT64_MAX - i % 2, 1);
         admitted += r.allowed;
         assert_true(r.allowed || r.retry_after_us == WEIR_NEVER || r.retry_after_us > 0);
     }
@@ -310,9 +280,9 @@ static void extreme_times(void **unused)
 
     /* from late in the range back to 0: a huge but exact wait */
     memset(st, 0, sizeof(st));
-    assert_true(step(&lim, st, 9000000000000000, 1).allowed);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 9000000001000000, 9000000001000000);
-    EXPECT(step(&lim, st, 0, UINT64_MAX), false, 0, WEIR_NEVER, 9000000001000000);
+    assert_true(algo_step(&lim, st, 9000000000000000, 1).allowed);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 9000000001000000, 9000000001000000);
+    EXPECT(algo_step(&lim, st, 0, UINT64_MAX), false, 0, WEIR_NEVER, 9000000001000000);
 }
 
 static void corrupt_state_is_einval(void **unused)
@@ -360,8 +330,8 @@ static void compile_caps(void **unused)
     spec.burst = 0;
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
     uint64_t st[2] = {0, 0};
-    EXPECT(step(&lim, st, 0, 0), false, 0, WEIR_NEVER, 0);
-    assert_int_equal(step(&lim, st, 0, 0).limit, 0);
+    EXPECT(algo_step(&lim, st, 0, 0), false, 0, WEIR_NEVER, 0);
+    assert_int_equal(algo_step(&lim, st, 0, 0).limit, 0);
 }
 
 int main(void)

@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "algo_support.h"
 #include "weir/weir.h"
 
 #define S ((int64_t)1000000) /* one second in microseconds */
@@ -33,63 +34,24 @@ static weir_limit compile(uint64_t limit, int64_t window_us, uint32_t k)
     return lim;
 }
 
-static void *fresh(const weir_limit *lim)
-{
-    void *p = calloc(1, weir_state_size(lim));
-    assert_non_null(p);
-    return p;
-}
-
-static weir_result step(const weir_limit *lim, void *state, int64_t now, uint64_t hits)
-{
-    weir_result r;
-    assert_int_equal(weir_step(lim, state, now, hits, &r), WEIR_OK);
-    return r;
-}
-
-static weir_result check(const weir_limit *lim, const void *state, int64_t now, uint64_t hits)
-{
-    size_t n = weir_state_size(lim);
-    void *before = malloc(n);
-    assert_non_null(before);
-    memcpy(before, state, n);
-    weir_result r;
-    assert_int_equal(weir_check(lim, state, now, hits, &r), WEIR_OK);
-    assert_memory_equal(before, state, n);
-    free(before);
-    return r;
-}
-
-/* allowed, remaining, retry_after_us, reset_after_us */
-#define EXPECT(res, ok, rem, retry, reset)            \
-    do {                                              \
-        weir_result r_ = (res);                       \
-        assert_int_equal(r_.allowed, (ok));           \
-        assert_int_equal(r_.remaining, (rem));        \
-        assert_int_equal(r_.retry_after_us, (retry)); \
-        assert_int_equal(r_.reset_after_us, (reset)); \
-        assert_int_equal(r_.delay_us, 0);             \
-        assert_int_equal(r_.lease, 0);                \
-    } while (0)
-
 static void two_window_counter(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(10, S, 0);
-    void *st = fresh(&lim);
-    weir_result r = step(&lim, st, 0, 10);
+    void *st = algo_fresh(&lim);
+    weir_result r = algo_step(&lim, st, 0, 10);
     EXPECT(r, true, 0, 0, 2 * S);
     assert_int_equal(r.limit, 10);
-    EXPECT(step(&lim, st, 500000, 1), false, 0, 600000, 1500000);
+    EXPECT(algo_step(&lim, st, 500000, 1), false, 0, 600000, 1500000);
     /* at 1 s the previous window still weighs fully; 10 * 0.9 + 1 fits at 1.1 s */
-    EXPECT(check(&lim, st, S, 0), false, 0, 100000, S);
-    EXPECT(step(&lim, st, 1100000, 1), true, 0, 0, 1900000);
-    EXPECT(check(&lim, st, 1500000, 0), true, 4, 0, 1500000);
-    EXPECT(step(&lim, st, 1500000, 4), true, 0, 0, 1500000);
+    EXPECT(algo_check(&lim, st, S, 0), false, 0, 100000, S);
+    EXPECT(algo_step(&lim, st, 1100000, 1), true, 0, 0, 1900000);
+    EXPECT(algo_check(&lim, st, 1500000, 0), true, 4, 0, 1500000);
+    EXPECT(algo_step(&lim, st, 1500000, 4), true, 0, 0, 1500000);
     /* 5 + 1 + 10 * (1 - e) <= 10 from e = 0.6 s */
-    EXPECT(step(&lim, st, 1500000, 1), false, 0, 100000, 1500000);
-    EXPECT(check(&lim, st, 2 * S, 0), true, 5, 0, S);
-    EXPECT(check(&lim, st, 3 * S, 0), true, 10, 0, 0);
+    EXPECT(algo_step(&lim, st, 1500000, 1), false, 0, 100000, 1500000);
+    EXPECT(algo_check(&lim, st, 2 * S, 0), true, 5, 0, S);
+    EXPECT(algo_check(&lim, st, 3 * S, 0), true, 10, 0, 0);
     free(st);
 }
 
@@ -97,18 +59,18 @@ static void previous_window_zeroed_after_a_gap(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(10, S, 1);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 500000, 6), true, 4, 0, 1500000);
-    EXPECT(check(&lim, st, S, 0), true, 4, 0, S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 500000, 6), true, 4, 0, 1500000);
+    EXPECT(algo_check(&lim, st, S, 0), true, 4, 0, S);
     /* two windows on, the count of window 0 is gone, although window 2
      * reuses its slot */
-    EXPECT(check(&lim, st, 2 * S, 0), true, 10, 0, 0);
-    EXPECT(step(&lim, st, 2 * S, 10), true, 0, 0, 2 * S);
-    EXPECT(check(&lim, st, 2500000, 0), false, 0, 600000, 1500000);
-    EXPECT(check(&lim, st, 3500000, 0), true, 5, 0, 500000);
+    EXPECT(algo_check(&lim, st, 2 * S, 0), true, 10, 0, 0);
+    EXPECT(algo_step(&lim, st, 2 * S, 10), true, 0, 0, 2 * S);
+    EXPECT(algo_check(&lim, st, 2500000, 0), false, 0, 600000, 1500000);
+    EXPECT(algo_check(&lim, st, 3500000, 0), true, 5, 0, 500000);
     /* a long silence: everything is forgotten */
-    EXPECT(step(&lim, st, 1000 * S + 1, 10), true, 0, 0, 2 * S - 1);
-    EXPECT(check(&lim, st, 1000 * S + 2, 1), false, 0, S - 2 + 100000, 2 * S - 2);
+    EXPECT(algo_step(&lim, st, 1000 * S + 1, 10), true, 0, 0, 2 * S - 1);
+    EXPECT(algo_check(&lim, st, 1000 * S + 2, 1), false, 0, S - 2 + 100000, 2 * S - 2);
     free(st);
 }
 
@@ -116,21 +78,21 @@ static void sub_windows(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(8, 4 * S, 4); /* s = 1 s */
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 500000, 8), true, 0, 0, 4500000);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 500000, 8), true, 0, 0, 4500000);
     /* the whole count is inside the window up to 4 s, then slides out
      * of sub-window 0 linearly during [4 s, 5 s) */
-    EXPECT(check(&lim, st, 4 * S - 1, 0), false, 0, 125001, S + 1);
-    EXPECT(check(&lim, st, 4 * S, 0), false, 0, 125000, S);
-    EXPECT(check(&lim, st, 4125000, 0), true, 1, 0, 875000);
-    EXPECT(step(&lim, st, 4500000, 4), true, 0, 0, 4500000);
-    EXPECT(check(&lim, st, 5 * S, 0), true, 4, 0, 4 * S);
-    EXPECT(check(&lim, st, 8 * S, 0), true, 4, 0, S);
-    EXPECT(check(&lim, st, 8500000, 0), true, 6, 0, 500000);
-    EXPECT(check(&lim, st, 9 * S, 0), true, 8, 0, 0);
+    EXPECT(algo_check(&lim, st, 4 * S - 1, 0), false, 0, 125001, S + 1);
+    EXPECT(algo_check(&lim, st, 4 * S, 0), false, 0, 125000, S);
+    EXPECT(algo_check(&lim, st, 4125000, 0), true, 1, 0, 875000);
+    EXPECT(algo_step(&lim, st, 4500000, 4), true, 0, 0, 4500000);
+    EXPECT(algo_check(&lim, st, 5 * S, 0), true, 4, 0, 4 * S);
+    EXPECT(algo_check(&lim, st, 8 * S, 0), true, 4, 0, S);
+    EXPECT(algo_check(&lim, st, 8500000, 0), true, 6, 0, 500000);
+    EXPECT(algo_check(&lim, st, 9 * S, 0), true, 8, 0, 0);
     /* a gap longer than the window forgets every sub-window */
-    EXPECT(step(&lim, st, 20 * S, 8), true, 0, 0, 5 * S);
-    EXPECT(step(&lim, st, 23 * S, 1), false, 0, S + 125000, 2 * S);
+    EXPECT(algo_step(&lim, st, 20 * S, 8), true, 0, 0, 5 * S);
+    EXPECT(algo_step(&lim, st, 23 * S, 1), false, 0, S + 125000, 2 * S);
     free(st);
 }
 
@@ -138,13 +100,13 @@ static void limit_one(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(1, S, 0);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, 2 * S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, 2 * S);
     /* any weight of the previous window keeps a limit of 1 full */
-    EXPECT(step(&lim, st, S, 1), false, 0, S, S);
-    EXPECT(step(&lim, st, 1500000, 1), false, 0, 500000, 500000);
-    EXPECT(step(&lim, st, 2 * S - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 2 * S, 1), true, 0, 0, 2 * S);
+    EXPECT(algo_step(&lim, st, S, 1), false, 0, S, S);
+    EXPECT(algo_step(&lim, st, 1500000, 1), false, 0, 500000, 500000);
+    EXPECT(algo_step(&lim, st, 2 * S - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 2 * S, 1), true, 0, 0, 2 * S);
     free(st);
 }
 
@@ -152,15 +114,15 @@ static void costs(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(5, S, 0);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 6), false, 5, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, UINT64_MAX), false, 5, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, 3), true, 2, 0, 2 * S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 6), false, 5, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, UINT64_MAX), false, 5, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, 3), true, 2, 0, 2 * S);
     /* 3 + 3 * (1 - e) <= 2 from e = 1/3 s, rounded up to the microsecond */
-    EXPECT(step(&lim, st, 0, 3), false, 2, 1333334, 2 * S);
-    EXPECT(check(&lim, st, 1333333, 3), false, 2, 1, 666667);
-    EXPECT(check(&lim, st, 1333334, 3), true, 0, 0, 1666666);
-    EXPECT(check(&lim, st, 1333334, 4), false, 3, 333333, 666666);
+    EXPECT(algo_step(&lim, st, 0, 3), false, 2, 1333334, 2 * S);
+    EXPECT(algo_check(&lim, st, 1333333, 3), false, 2, 1, 666667);
+    EXPECT(algo_check(&lim, st, 1333334, 3), true, 0, 0, 1666666);
+    EXPECT(algo_check(&lim, st, 1333334, 4), false, 3, 333333, 666666);
     free(st);
 }
 
@@ -168,14 +130,14 @@ static void peek_changes_nothing(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(2, 2 * S, 2);
-    void *st = fresh(&lim);
-    void *zero = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 0), true, 2, 0, 0);
-    EXPECT(step(&lim, st, 5 * S, 0), true, 2, 0, 0);
+    void *st = algo_fresh(&lim);
+    void *zero = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 0), true, 2, 0, 0);
+    EXPECT(algo_step(&lim, st, 5 * S, 0), true, 2, 0, 0);
     assert_memory_equal(st, zero, weir_state_size(&lim));
-    EXPECT(step(&lim, st, 5 * S, 2), true, 0, 0, 3 * S);
-    EXPECT(check(&lim, st, 5 * S, 0), false, 0, 2 * S + 500000, 3 * S);
-    EXPECT(check(&lim, st, 8 * S, 0), true, 2, 0, 0);
+    EXPECT(algo_step(&lim, st, 5 * S, 2), true, 0, 0, 3 * S);
+    EXPECT(algo_check(&lim, st, 5 * S, 0), false, 0, 2 * S + 500000, 3 * S);
+    EXPECT(algo_check(&lim, st, 8 * S, 0), true, 2, 0, 0);
     free(zero);
     free(st);
 }
@@ -184,20 +146,21 @@ static void huge_windows(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, WEIR_MAX_WINDOW_US, 1);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 3), true, 0, 0, 2 * WEIR_MAX_WINDOW_US);
-    EXPECT(check(&lim, st, WEIR_MAX_WINDOW_US, 1), false, 0, 1051920000000000, WEIR_MAX_WINDOW_US);
-    EXPECT(check(&lim, st, WEIR_MAX_WINDOW_US + 1051920000000000, 1), true, 0, 0,
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 3), true, 0, 0, 2 * WEIR_MAX_WINDOW_US);
+    EXPECT(algo_check(&lim, st, WEIR_MAX_WINDOW_US, 1), false, 0, 1051920000000000,
+           WEIR_MAX_WINDOW_US);
+    EXPECT(algo_check(&lim, st, WEIR_MAX_WINDOW_US + 1051920000000000, 1), true, 0, 0,
            2 * WEIR_MAX_WINDOW_US - 1051920000000000);
     free(st);
 
     /* the finest split of the longest window, with the largest limit:
      * s = 3081796875000 us */
     lim = compile(WEIR_MAX_LIMIT, WEIR_MAX_WINDOW_US, WEIR_MAX_SUB_WINDOWS);
-    st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, WEIR_MAX_LIMIT), true, 0, 0, 3158841796875000);
-    EXPECT(check(&lim, st, WEIR_MAX_WINDOW_US, 1), false, 0, 718, 3081796875000);
-    EXPECT(check(&lim, st, WEIR_MAX_WINDOW_US + 718, 1), true, 0, 0, 3158841796875000 - 718);
+    st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, WEIR_MAX_LIMIT), true, 0, 0, 3158841796875000);
+    EXPECT(algo_check(&lim, st, WEIR_MAX_WINDOW_US, 1), false, 0, 718, 3081796875000);
+    EXPECT(algo_check(&lim, st, WEIR_MAX_WINDOW_US + 718, 1), true, 0, 0, 3158841796875000 - 718);
     free(st);
 }
 
@@ -205,18 +168,18 @@ static void arbitrary_windows(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(6, 30 * S, 3); /* s = 10 s */
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 5 * S, 6), true, 0, 0, 35 * S);
-    EXPECT(check(&lim, st, 25 * S, 1), false, 0, 6666667, 15 * S);
-    EXPECT(check(&lim, st, 31666666, 1), false, 0, 1, 8333334);
-    EXPECT(check(&lim, st, 31666667, 1), true, 0, 0, 38333333);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 5 * S, 6), true, 0, 0, 35 * S);
+    EXPECT(algo_check(&lim, st, 25 * S, 1), false, 0, 6666667, 15 * S);
+    EXPECT(algo_check(&lim, st, 31666666, 1), false, 0, 1, 8333334);
+    EXPECT(algo_check(&lim, st, 31666667, 1), true, 0, 0, 38333333);
     free(st);
 
     lim = compile(100, 300 * S, 5); /* s = 60 s */
-    st = fresh(&lim);
-    EXPECT(step(&lim, st, 30 * S, 100), true, 0, 0, 330 * S);
-    EXPECT(check(&lim, st, 300 * S, 0), false, 0, 600000, 60 * S);
-    EXPECT(check(&lim, st, 330 * S, 0), true, 50, 0, 30 * S);
+    st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 30 * S, 100), true, 0, 0, 330 * S);
+    EXPECT(algo_check(&lim, st, 300 * S, 0), false, 0, 600000, 60 * S);
+    EXPECT(algo_check(&lim, st, 330 * S, 0), true, 50, 0, 30 * S);
     free(st);
 }
 
@@ -224,11 +187,11 @@ static void stalled_clock(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, S, 0);
-    void *st = fresh(&lim);
+    void *st = algo_fresh(&lim);
     for (int i = 0; i < 3; i++)
-        assert_true(step(&lim, st, 5 * S, 1).allowed);
+        assert_true(algo_step(&lim, st, 5 * S, 1).allowed);
     for (int i = 0; i < 1000; i++)
-        EXPECT(step(&lim, st, 5 * S, 1), false, 0, 1333334, 2 * S);
+        EXPECT(algo_step(&lim, st, 5 * S, 1), false, 0, 1333334, 2 * S);
     free(st);
 }
 
@@ -236,20 +199,20 @@ static void clock_backwards(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(10, S, 0);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 1900000, 5), true, 5, 0, 1100000);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 1900000, 5), true, 5, 0, 1100000);
     /* 0.2 s is before the state's window: decided at the start of window 1 */
-    EXPECT(step(&lim, st, 200000, 5), true, 0, 0, 2800000);
-    EXPECT(step(&lim, st, 200000, 1), false, 0, 1900000, 2800000);
+    EXPECT(algo_step(&lim, st, 200000, 5), true, 0, 0, 2800000);
+    EXPECT(algo_step(&lim, st, 200000, 1), false, 0, 1900000, 2800000);
     free(st);
 
     /* within a window, an earlier time weighs the previous window more */
-    st = fresh(&lim);
-    EXPECT(step(&lim, st, 500000, 4), true, 6, 0, 1500000);
-    EXPECT(step(&lim, st, 1500000, 5), true, 3, 0, 1500000);
-    EXPECT(check(&lim, st, 1200000, 0), true, 1, 0, 1800000);
-    EXPECT(check(&lim, st, 300000, 0), true, 1, 0, 2700000);
-    EXPECT(check(&lim, st, 300000, 2), false, 1, 950000, 2700000);
+    st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 500000, 4), true, 6, 0, 1500000);
+    EXPECT(algo_step(&lim, st, 1500000, 5), true, 3, 0, 1500000);
+    EXPECT(algo_check(&lim, st, 1200000, 0), true, 1, 0, 1800000);
+    EXPECT(algo_check(&lim, st, 300000, 0), true, 1, 0, 2700000);
+    EXPECT(algo_check(&lim, st, 300000, 2), false, 1, 950000, 2700000);
     free(st);
 }
 
@@ -257,11 +220,11 @@ static void negative_time_is_time_zero(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(1, 1000, 0);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, -500, 1), true, 0, 0, 2500);
-    EXPECT(step(&lim, st, -500, 1), false, 0, 2500, 2500);
-    EXPECT(check(&lim, st, 1999, 1), false, 0, 1, 1);
-    EXPECT(check(&lim, st, 2000, 1), true, 0, 0, 2000);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, -500, 1), true, 0, 0, 2500);
+    EXPECT(algo_step(&lim, st, -500, 1), false, 0, 2500, 2500);
+    EXPECT(algo_check(&lim, st, 1999, 1), false, 0, 1, 1);
+    EXPECT(algo_check(&lim, st, 2000, 1), true, 0, 0, 2000);
     free(st);
 }
 
@@ -274,16 +237,16 @@ static void extreme_times(void **unused)
     } cases[] = {{1, 1}, {4, 4}, {S, 1}, {WEIR_MAX_WINDOW_US, WEIR_MAX_SUB_WINDOWS}};
     for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
         weir_limit lim = compile(3, cases[c].window, cases[c].k);
-        void *st = fresh(&lim);
+        void *st = algo_fresh(&lim);
         int admitted = 0;
         for (int i = 0; i < 10; i++) {
-            weir_result r = step(&lim, st, INT64_MAX - i % 2, 1);
+            weir_result r = algo_step(&lim, st, INT64_MAX - i % 2, 1);
             admitted += r.allowed;
             assert_true(r.retry_after_us >= 0);
             assert_true(r.reset_after_us >= 0);
         }
         assert_int_equal(admitted, 3);
-        weir_result r = step(&lim, st, 0, 1);
+        weir_result r = algo_step(&lim, st, 0, 1);
         assert_false(r.allowed);
         assert_true(r.retry_after_us > INT64_MAX / 2);
         free(st);
@@ -294,7 +257,7 @@ static void corrupt_state(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, 4 * S, 2);
-    int64_t *st = fresh(&lim); /* {i64 cur, u32 c[3]} */
+    int64_t *st = algo_fresh(&lim); /* {i64 cur, u32 c[3]} */
     uint32_t *c = (uint32_t *)&st[1];
     weir_result r;
     memset(&r, 0x5a, sizeof(r));
@@ -343,10 +306,10 @@ static void compile_errors(void **unused)
     spec.sub_windows = WEIR_MAX_SUB_WINDOWS;
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
     assert_int_equal(weir_state_size(&lim), 8 + 4 * (WEIR_MAX_SUB_WINDOWS + 1));
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 7, 10), true, 0, 0, WEIR_MAX_SUB_WINDOWS + 1);
-    EXPECT(step(&lim, st, WEIR_MAX_SUB_WINDOWS + 7, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, WEIR_MAX_SUB_WINDOWS + 8, 10), true, 0, 0, WEIR_MAX_SUB_WINDOWS + 1);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 7, 10), true, 0, 0, WEIR_MAX_SUB_WINDOWS + 1);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_SUB_WINDOWS + 7, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_SUB_WINDOWS + 8, 10), true, 0, 0, WEIR_MAX_SUB_WINDOWS + 1);
     free(st);
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "algo_support.h"
 #include "weir/weir.h"
 
 #define S ((int64_t)1000000) /* one second in microseconds */
@@ -28,64 +29,24 @@ static weir_limit compile(uint64_t limit, int64_t window_us)
     return lim;
 }
 
-/* A zero-filled, 8-byte aligned state. */
-static void *fresh(const weir_limit *lim)
-{
-    void *p = calloc(1, weir_state_size(lim));
-    assert_non_null(p);
-    return p;
-}
-
-static weir_result step(const weir_limit *lim, void *state, int64_t now, uint64_t hits)
-{
-    weir_result r;
-    assert_int_equal(weir_step(lim, state, now, hits, &r), WEIR_OK);
-    return r;
-}
-
-static weir_result check(const weir_limit *lim, const void *state, int64_t now, uint64_t hits)
-{
-    size_t n = weir_state_size(lim);
-    void *before = malloc(n);
-    assert_non_null(before);
-    memcpy(before, state, n);
-    weir_result r;
-    assert_int_equal(weir_check(lim, state, now, hits, &r), WEIR_OK);
-    assert_memory_equal(before, state, n);
-    free(before);
-    return r;
-}
-
-/* allowed, remaining, retry_after_us, reset_after_us */
-#define EXPECT(res, ok, rem, retry, reset)            \
-    do {                                              \
-        weir_result r_ = (res);                       \
-        assert_int_equal(r_.allowed, (ok));           \
-        assert_int_equal(r_.remaining, (rem));        \
-        assert_int_equal(r_.retry_after_us, (retry)); \
-        assert_int_equal(r_.reset_after_us, (reset)); \
-        assert_int_equal(r_.delay_us, 0);             \
-        assert_int_equal(r_.lease, 0);                \
-    } while (0)
-
 static void exact_window(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, S);
-    void *st = fresh(&lim);
-    weir_result r = step(&lim, st, 0, 1);
+    void *st = algo_fresh(&lim);
+    weir_result r = algo_step(&lim, st, 0, 1);
     EXPECT(r, true, 2, 0, S);
     assert_int_equal(r.limit, 3);
-    EXPECT(step(&lim, st, 100000, 1), true, 1, 0, S);
-    EXPECT(step(&lim, st, 200000, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 100000, 1), true, 1, 0, S);
+    EXPECT(algo_step(&lim, st, 200000, 1), true, 0, 0, S);
     /* the oldest entry (0) leaves at 1 s */
-    EXPECT(step(&lim, st, 300000, 1), false, 0, 700000, 900000);
-    EXPECT(step(&lim, st, S - 1, 1), false, 0, 1, 200001);
-    EXPECT(step(&lim, st, S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 300000, 1), false, 0, 700000, 900000);
+    EXPECT(algo_step(&lim, st, S - 1, 1), false, 0, 1, 200001);
+    EXPECT(algo_step(&lim, st, S, 1), true, 0, 0, S);
     /* at 1.1 s the entry of 100 ms has left too */
-    EXPECT(check(&lim, st, 1100000, 0), true, 1, 0, 900000);
-    EXPECT(step(&lim, st, 1100000, 2), false, 1, 100000, 900000);
-    EXPECT(step(&lim, st, 1200000, 2), true, 0, 0, S);
+    EXPECT(algo_check(&lim, st, 1100000, 0), true, 1, 0, 900000);
+    EXPECT(algo_step(&lim, st, 1100000, 2), false, 1, 100000, 900000);
+    EXPECT(algo_step(&lim, st, 1200000, 2), true, 0, 0, S);
     free(st);
 }
 
@@ -93,12 +54,12 @@ static void limit_one(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(1, S);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, 0, 1), false, 0, S, S);
-    EXPECT(step(&lim, st, S - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, S, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, S + S / 2, 1), false, 0, S / 2, S / 2);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, S, S);
+    EXPECT(algo_step(&lim, st, S - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, S, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, S + S / 2, 1), false, 0, S / 2, S / 2);
     free(st);
 }
 
@@ -106,18 +67,18 @@ static void costs(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(4, S);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 5), false, 4, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, UINT64_MAX), false, 4, WEIR_NEVER, 0);
-    EXPECT(step(&lim, st, 0, 2), true, 2, 0, S);
-    EXPECT(step(&lim, st, 300000, 2), true, 0, 0, S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 5), false, 4, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, UINT64_MAX), false, 4, WEIR_NEVER, 0);
+    EXPECT(algo_step(&lim, st, 0, 2), true, 2, 0, S);
+    EXPECT(algo_step(&lim, st, 300000, 2), true, 0, 0, S);
     /* a cost of 3 needs the 3rd oldest entry (300 ms) gone: at 1.3 s */
-    EXPECT(step(&lim, st, 500000, 3), false, 0, 800000, 800000);
-    EXPECT(check(&lim, st, S, 3), false, 2, 300000, 300000);
-    EXPECT(check(&lim, st, S, 2), true, 0, 0, S);
-    EXPECT(step(&lim, st, 1299999, 3), false, 2, 1, 1);
-    EXPECT(step(&lim, st, 1300000, 3), true, 1, 0, S);
-    EXPECT(step(&lim, st, 1300000, 5), false, 1, WEIR_NEVER, S);
+    EXPECT(algo_step(&lim, st, 500000, 3), false, 0, 800000, 800000);
+    EXPECT(algo_check(&lim, st, S, 3), false, 2, 300000, 300000);
+    EXPECT(algo_check(&lim, st, S, 2), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, 1299999, 3), false, 2, 1, 1);
+    EXPECT(algo_step(&lim, st, 1300000, 3), true, 1, 0, S);
+    EXPECT(algo_step(&lim, st, 1300000, 5), false, 1, WEIR_NEVER, S);
     free(st);
 }
 
@@ -125,14 +86,14 @@ static void peek_changes_nothing(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(2, S);
-    void *st = fresh(&lim);
-    void *zero = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 0), true, 2, 0, 0);
-    EXPECT(step(&lim, st, 5 * S, 0), true, 2, 0, 0);
+    void *st = algo_fresh(&lim);
+    void *zero = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 0), true, 2, 0, 0);
+    EXPECT(algo_step(&lim, st, 5 * S, 0), true, 2, 0, 0);
     assert_memory_equal(st, zero, weir_state_size(&lim));
-    EXPECT(step(&lim, st, 5 * S, 2), true, 0, 0, S);
-    EXPECT(check(&lim, st, 5 * S + 10, 0), false, 0, S - 10, S - 10);
-    EXPECT(check(&lim, st, 6 * S, 0), true, 2, 0, 0);
+    EXPECT(algo_step(&lim, st, 5 * S, 2), true, 0, 0, S);
+    EXPECT(algo_check(&lim, st, 5 * S + 10, 0), false, 0, S - 10, S - 10);
+    EXPECT(algo_check(&lim, st, 6 * S, 0), true, 2, 0, 0);
     free(zero);
     free(st);
 }
@@ -143,12 +104,12 @@ static void ring_wraps(void **unused)
     /* one request every 4 us against 3 per 10 us: every one fits, and the
      * ring of 3 entries wraps many times */
     weir_limit lim = compile(3, 10);
-    void *st = fresh(&lim);
+    void *st = algo_fresh(&lim);
     for (int64_t t = 0; t < 4000; t += 4) {
         uint64_t rem = t == 0 ? 2 : t == 4 ? 1 : 0;
-        EXPECT(step(&lim, st, t, 1), true, rem, 0, 10);
+        EXPECT(algo_step(&lim, st, t, 1), true, rem, 0, 10);
         if (t >= 8)
-            EXPECT(step(&lim, st, t, 1), false, 0, 2, 10);
+            EXPECT(algo_step(&lim, st, t, 1), false, 0, 2, 10);
     }
     free(st);
 }
@@ -157,19 +118,19 @@ static void huge_windows(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(2, WEIR_MAX_WINDOW_US);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, 1), true, 1, 0, WEIR_MAX_WINDOW_US);
-    EXPECT(step(&lim, st, 5, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
-    EXPECT(step(&lim, st, WEIR_MAX_WINDOW_US - 1, 1), false, 0, 1, 6);
-    EXPECT(step(&lim, st, WEIR_MAX_WINDOW_US, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
-    EXPECT(step(&lim, st, WEIR_MAX_WINDOW_US + 4, 1), false, 0, 1, WEIR_MAX_WINDOW_US - 4);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, 1), true, 1, 0, WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, 5, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_WINDOW_US - 1, 1), false, 0, 1, 6);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_WINDOW_US, 1), true, 0, 0, WEIR_MAX_WINDOW_US);
+    EXPECT(algo_step(&lim, st, WEIR_MAX_WINDOW_US + 4, 1), false, 0, 1, WEIR_MAX_WINDOW_US - 4);
     free(st);
 
     lim = compile(3, YEAR);
-    st = fresh(&lim);
-    EXPECT(step(&lim, st, 10 * YEAR, 3), true, 0, 0, YEAR);
-    EXPECT(step(&lim, st, 10 * YEAR + YEAR / 2, 1), false, 0, YEAR / 2, YEAR / 2);
-    EXPECT(step(&lim, st, 11 * YEAR, 1), true, 2, 0, YEAR);
+    st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 10 * YEAR, 3), true, 0, 0, YEAR);
+    EXPECT(algo_step(&lim, st, 10 * YEAR + YEAR / 2, 1), false, 0, YEAR / 2, YEAR / 2);
+    EXPECT(algo_step(&lim, st, 11 * YEAR, 1), true, 2, 0, YEAR);
     free(st);
 }
 
@@ -177,19 +138,19 @@ static void arbitrary_windows(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(2, 30 * S);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 10 * S, 1), true, 1, 0, 30 * S);
-    EXPECT(step(&lim, st, 25 * S, 1), true, 0, 0, 30 * S);
-    EXPECT(step(&lim, st, 30 * S, 1), false, 0, 10 * S, 25 * S);
-    EXPECT(step(&lim, st, 40 * S, 1), true, 0, 0, 30 * S);
-    EXPECT(step(&lim, st, 50 * S, 1), false, 0, 5 * S, 20 * S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 10 * S, 1), true, 1, 0, 30 * S);
+    EXPECT(algo_step(&lim, st, 25 * S, 1), true, 0, 0, 30 * S);
+    EXPECT(algo_step(&lim, st, 30 * S, 1), false, 0, 10 * S, 25 * S);
+    EXPECT(algo_step(&lim, st, 40 * S, 1), true, 0, 0, 30 * S);
+    EXPECT(algo_step(&lim, st, 50 * S, 1), false, 0, 5 * S, 20 * S);
     free(st);
 
     lim = compile(1, 300 * S);
-    st = fresh(&lim);
-    EXPECT(step(&lim, st, 299 * S, 1), true, 0, 0, 300 * S);
-    EXPECT(step(&lim, st, 300 * S, 1), false, 0, 299 * S, 299 * S);
-    EXPECT(step(&lim, st, 599 * S, 1), true, 0, 0, 300 * S);
+    st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 299 * S, 1), true, 0, 0, 300 * S);
+    EXPECT(algo_step(&lim, st, 300 * S, 1), false, 0, 299 * S, 299 * S);
+    EXPECT(algo_step(&lim, st, 599 * S, 1), true, 0, 0, 300 * S);
     free(st);
 }
 
@@ -197,12 +158,12 @@ static void stalled_clock(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, S);
-    void *st = fresh(&lim);
+    void *st = algo_fresh(&lim);
     for (int i = 0; i < 3; i++)
-        assert_true(step(&lim, st, 5 * S, 1).allowed);
+        assert_true(algo_step(&lim, st, 5 * S, 1).allowed);
     for (int i = 0; i < 1000; i++)
-        EXPECT(step(&lim, st, 5 * S, 1), false, 0, S, S);
-    EXPECT(step(&lim, st, 6 * S, 3), true, 0, 0, S);
+        EXPECT(algo_step(&lim, st, 5 * S, 1), false, 0, S, S);
+    EXPECT(algo_step(&lim, st, 6 * S, 3), true, 0, 0, S);
     free(st);
 }
 
@@ -210,14 +171,14 @@ static void clock_backwards(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(2, S);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 10 * S, 1), true, 1, 0, S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 10 * S, 1), true, 1, 0, S);
     /* 5 s is taken as 10 s, the latest time seen: recorded there */
-    EXPECT(step(&lim, st, 5 * S, 1), true, 0, 0, 6 * S);
-    EXPECT(step(&lim, st, 5 * S, 1), false, 0, 6 * S, 6 * S);
-    EXPECT(step(&lim, st, 0, 1), false, 0, 11 * S, 11 * S);
-    EXPECT(step(&lim, st, 11 * S - 1, 1), false, 0, 1, 1);
-    EXPECT(step(&lim, st, 11 * S, 1), true, 1, 0, S);
+    EXPECT(algo_step(&lim, st, 5 * S, 1), true, 0, 0, 6 * S);
+    EXPECT(algo_step(&lim, st, 5 * S, 1), false, 0, 6 * S, 6 * S);
+    EXPECT(algo_step(&lim, st, 0, 1), false, 0, 11 * S, 11 * S);
+    EXPECT(algo_step(&lim, st, 11 * S - 1, 1), false, 0, 1, 1);
+    EXPECT(algo_step(&lim, st, 11 * S, 1), true, 1, 0, S);
     free(st);
 }
 
@@ -225,11 +186,11 @@ static void negative_time_is_time_zero(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(1, 1000);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, -500, 1), true, 0, 0, 1500);
-    EXPECT(step(&lim, st, -500, 1), false, 0, 1500, 1500);
-    EXPECT(check(&lim, st, 999, 1), false, 0, 1, 1);
-    EXPECT(check(&lim, st, 1000, 1), true, 0, 0, 1000);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, -500, 1), true, 0, 0, 1500);
+    EXPECT(algo_step(&lim, st, -500, 1), false, 0, 1500, 1500);
+    EXPECT(algo_check(&lim, st, 999, 1), false, 0, 1, 1);
+    EXPECT(algo_check(&lim, st, 1000, 1), true, 0, 0, 1000);
     free(st);
 }
 
@@ -237,15 +198,15 @@ static void extreme_times(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, S);
-    void *st = fresh(&lim);
+    void *st = algo_fresh(&lim);
     int admitted = 0;
     for (int i = 0; i < 10; i++) {
-        weir_result r = step(&lim, st, INT64_MAX - i % 2, 1);
+        weir_result r = algo_step(&lim, st, INT64_MAX - i % 2, 1);
         admitted += r.allowed;
         assert_true(r.retry_after_us >= 0);
     }
     assert_int_equal(admitted, 3);
-    weir_result r = step(&lim, st, 0, 1);
+    weir_result r = algo_step(&lim, st, 0, 1);
     assert_false(r.allowed);
     assert_int_equal(r.retry_after_us, INT64_MAX);
     free(st);
@@ -255,12 +216,12 @@ static void largest_log(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(WEIR_MAX_LOG_ENTRIES, S);
-    void *st = fresh(&lim);
-    EXPECT(step(&lim, st, 0, WEIR_MAX_LOG_ENTRIES - 1), true, 1, 0, S);
-    EXPECT(step(&lim, st, 10, 2), false, 1, S - 10, S - 10);
-    EXPECT(step(&lim, st, 10, 1), true, 0, 0, S);
-    EXPECT(step(&lim, st, S, WEIR_MAX_LOG_ENTRIES), false, WEIR_MAX_LOG_ENTRIES - 1, 10, 10);
-    EXPECT(step(&lim, st, S + 10, WEIR_MAX_LOG_ENTRIES), true, 0, 0, S);
+    void *st = algo_fresh(&lim);
+    EXPECT(algo_step(&lim, st, 0, WEIR_MAX_LOG_ENTRIES - 1), true, 1, 0, S);
+    EXPECT(algo_step(&lim, st, 10, 2), false, 1, S - 10, S - 10);
+    EXPECT(algo_step(&lim, st, 10, 1), true, 0, 0, S);
+    EXPECT(algo_step(&lim, st, S, WEIR_MAX_LOG_ENTRIES), false, WEIR_MAX_LOG_ENTRIES - 1, 10, 10);
+    EXPECT(algo_step(&lim, st, S + 10, WEIR_MAX_LOG_ENTRIES), true, 0, 0, S);
     free(st);
 
     weir_limit_spec spec = {
@@ -278,7 +239,7 @@ static void corrupt_state(void **unused)
 {
     (void)unused;
     weir_limit lim = compile(3, S);
-    int64_t *st = fresh(&lim); /* {u32 head, u32 count} then 3 timestamps */
+    int64_t *st = algo_fresh(&lim); /* {u32 head, u32 count} then 3 timestamps */
     weir_result r;
     memset(&r, 0x5a, sizeof(r));
     weir_result saved = r;

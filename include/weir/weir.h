@@ -6,6 +6,7 @@
  *   weir/algo.h     the algorithms as pure step functions
  *   weir/store.h    the asynchronous store interface and the memory store
  *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
+ *   weir/engine.h   the decision engine: requests matched against rules
  *
  * docs/API.md walks through a first program.
  */
@@ -14,6 +15,7 @@
 
 #include "weir/algo.h"
 #include "weir/context.h"
+#include "weir/engine.h"
 #include "weir/export.h"
 #include "weir/rules.h"
 #include "weir/status.h"

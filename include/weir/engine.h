@@ -1,0 +1,194 @@
+/*
+ * weir/engine.h - the decision engine: a request (domain, descriptors,
+ * hits) matched against the loaded rules and decided against a store.
+ *
+ * Every descriptor of a request is matched on its own (envoyproxy/
+ * ratelimit's rules, docs/CONFIG.md); every limit on the matched node is
+ * checked; quota is charged only if every enforcing limit of the request
+ * admits (check all, then charge all, atomically in the memory store).
+ * Shadow-mode limits are counted and reported ("would deny") but never
+ * deny. Rules can be replaced at any time while other threads decide; a
+ * limit whose identity (domain, descriptor path, limit, algorithm) is
+ * unchanged keeps its counters across a reload, since counters are keyed
+ * by that identity.
+ *
+ * Threads: an engine is shared; each deciding thread has a reader of its
+ * own (weir_engine_reader_new()). Reloads may come from any thread.
+ */
+#ifndef WEIR_ENGINE_H
+#define WEIR_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/algo.h"
+#include "weir/context.h"
+#include "weir/export.h"
+#include "weir/rules.h"
+#include "weir/status.h"
+#include "weir/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct weir_engine weir_engine;
+typedef struct weir_engine_reader weir_engine_reader;
+
+/** Most descriptors in one request. */
+#define WEIR_ENGINE_MAX_DESCRIPTORS 64u
+/** Most entries in one descriptor. */
+#define WEIR_ENGINE_MAX_ENTRIES 64u
+/** Most limits one request may charge (all descriptors together). */
+#define WEIR_ENGINE_MAX_LIMITS 64u
+/** limit_remaining reported for unlimited descriptors (upstream's). */
+#define WEIR_ENGINE_UNLIMITED_REMAINING UINT32_MAX
+
+typedef struct weir_engine_options {
+    /** sizeof(weir_engine_options). */
+    size_t size;
+    /** Where the counters live (borrowed; must outlive the engine). */
+    weir_store *store;
+} weir_engine_options;
+
+/** One `key=value` entry of a request descriptor (bytes, not necessarily
+ *  NUL-terminated; borrowed for the call). */
+typedef struct weir_entry {
+    const char *key;
+    size_t key_len;
+    const char *value;
+    size_t value_len;
+} weir_entry;
+
+/** A request's override of a descriptor's limit (Envoy's
+ *  RateLimitDescriptor.limit). */
+typedef struct weir_limit_override {
+    uint32_t requests_per_unit;
+    weir_rule_unit unit; /* WEIR_UNIT_NONE is an error (WEIR_EINVAL) */
+} weir_limit_override;
+
+typedef struct weir_descriptor {
+    const weir_entry *entries;
+    size_t n_entries;
+    /** The descriptor's own hits (Envoy's hits_addend), used when has_hits:
+     *  0 checks without consuming. */
+    bool has_hits;
+    uint64_t hits;
+    /** NULL = the configured limit. */
+    const weir_limit_override *limit;
+} weir_descriptor;
+
+typedef struct weir_request {
+    const char *domain;
+    size_t domain_len;
+    const weir_descriptor *descriptors;
+    size_t n_descriptors;
+    /** Hits for descriptors without their own; 0 means 1. */
+    uint64_t hits;
+} weir_request;
+
+typedef enum weir_code { WEIR_CODE_OK = 1, WEIR_CODE_OVER_LIMIT = 2 } weir_code;
+
+/** The verdict for one descriptor, in request order. */
+typedef struct weir_descriptor_status {
+    weir_code code;
+    /** The limit reported: the most restrictive of the descriptor's limits
+     *  (a denying one first, then the one with least remaining); NULL when
+     *  none applied (no match, a whitelist, unlimited, replaced, unknown
+     *  domain). Points into the rules in force for this decision; valid
+     *  until the callback returns. */
+    const weir_rule_limit *limit;
+    /** The effective limit (the request's override when it gave one). */
+    uint32_t requests_per_unit;
+    weir_rule_unit unit;
+    int64_t window_us;
+    /** Requests left; WEIR_ENGINE_UNLIMITED_REMAINING when unlimited. */
+    uint64_t remaining;
+    int64_t reset_after_us;
+    /** 0 when admitted; WEIR_NEVER when the cost can never fit. */
+    int64_t retry_after_us;
+    /** Leaky bucket shaper: how long the request should wait. */
+    int64_t delay_us;
+    /** The reported limit is in shadow mode: code is OK even if it would
+     *  deny; would_deny says whether it would have. */
+    bool shadow;
+    bool would_deny;
+    /** The store failed for this descriptor and the limit's failure_mode
+     *  decided the code. */
+    bool failure_mode;
+    bool unlimited;
+} weir_descriptor_status;
+
+/**
+ * Completion of a decision: the overall code (OVER_LIMIT when any enforcing
+ * descriptor is over its limit) and the statuses, the same array given to
+ * weir_engine_decide(). Called exactly once per accepted decision, never
+ * when weir_engine_decide() returned an error. With the memory store it has
+ * run before weir_engine_decide() returns.
+ */
+typedef void (*weir_decide_cb)(void *arg, weir_code overall, weir_descriptor_status *statuses,
+                               size_t n);
+
+/**
+ * weir_engine_new() - an engine deciding with @rules against opts->store.
+ *
+ * @rules: taken over on success (freed with the engine or when replaced).
+ * Returns WEIR_OK; WEIR_EINVAL (NULL argument, bad opts->size, no store);
+ * WEIR_ENOMEM; WEIR_ERANGE when the rules are deeper than the matcher
+ * allows. On failure @rules still belongs to the caller. Thread-safe.
+ */
+WEIR_API weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts,
+                                     weir_rules *rules, weir_engine **out);
+
+/** Free an engine. Every reader must be freed and every decision complete
+ *  first. NULL is a no-op. */
+WEIR_API void weir_engine_free(weir_engine *engine);
+
+/**
+ * weir_engine_reload() - replace the rules while other threads decide.
+ *
+ * Decisions that started before keep the old rules; later ones see the new
+ * rules whole. Counters of limits whose identity is unchanged carry over;
+ * the context's log hook gets one INFO line with how many limits were kept,
+ * added and removed. @rules is taken over on success; on failure (WEIR_EINVAL,
+ * WEIR_ENOMEM, WEIR_ERANGE) it still belongs to the caller and the old
+ * rules stay in force. Thread-safe.
+ */
+WEIR_API weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules);
+
+/** A reader for one deciding thread. Thread-safe. */
+WEIR_API weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out);
+
+/** Free a reader (not while it is deciding). NULL is a no-op. */
+WEIR_API void weir_engine_reader_free(weir_engine_reader *reader);
+
+/**
+ * weir_engine_decide() - decide one request.
+ *
+ * @reader:   the calling thread's reader.
+ * @req:      borrowed until the call returns (the engine copies what it
+ *            keeps).
+ * @now_us:   the time of the decision (one time for every limit).
+ * @statuses: req->n_descriptors entries, filled before @cb runs; must stay
+ *            valid until then.
+ * @cb, @arg: completion.
+ *
+ * Returns WEIR_OK when the decision was accepted (@cb runs, or has run);
+ * WEIR_EINVAL for an empty domain ("rate limit domain must not be empty"),
+ * no descriptors ("rate limit descriptor list must not be empty"), more
+ * than WEIR_ENGINE_MAX_DESCRIPTORS descriptors, a descriptor with no
+ * entries or more than WEIR_ENGINE_MAX_ENTRIES, an override with unit
+ * WEIR_UNIT_NONE, or more than WEIR_ENGINE_MAX_LIMITS limits to charge;
+ * WEIR_ENOMEM; WEIR_ERANGE for an override the algorithm cannot compile.
+ * Store failures are not errors here: each limit's failure_mode decides.
+ */
+WEIR_API weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *req,
+                                        int64_t now_us, weir_descriptor_status *statuses,
+                                        weir_decide_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_ENGINE_H */

@@ -1,0 +1,267 @@
+/*
+ * test_engine.c - decisions end to end on the memory store: multi-limit
+ * charging (check all, then charge all), hits at both levels, shadow mode,
+ * replaces, unlimited, overrides, unknown domains, request errors, and
+ * reloads that keep the counters of unchanged limits.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "weir/weir.h"
+
+#define S 1000000LL
+
+typedef struct world {
+    weir_ctx *ctx;
+    weir_store *store;
+    weir_engine *engine;
+    weir_engine_reader *reader;
+} world;
+
+static weir_rules *parse(weir_ctx *ctx, const char *yaml)
+{
+    weir_rules *rules = NULL;
+    weir_rules_error err;
+    size_t n = 0;
+    weir_status st =
+        weir_rules_parse(ctx, "test.yaml", yaml, strlen(yaml), NULL, &rules, &err, 1, &n);
+    if (st != WEIR_OK)
+        fprintf(stderr, "%s:%u:%u: %s\n", err.file, err.line, err.column, err.message);
+    assert_int_equal(st, WEIR_OK);
+    return rules;
+}
+
+static void open_world(world *w, const char *yaml)
+{
+    assert_int_equal(weir_ctx_new(NULL, &w->ctx), WEIR_OK);
+    assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->store), WEIR_OK);
+    weir_engine_options o = {.size = sizeof(o), .store = w->store};
+    assert_int_equal(weir_engine_new(w->ctx, &o, parse(w->ctx, yaml), &w->engine), WEIR_OK);
+    assert_int_equal(weir_engine_reader_new(w->engine, &w->reader), WEIR_OK);
+}
+
+static void close_world(world *w)
+{
+    weir_engine_reader_free(w->reader);
+    weir_engine_free(w->engine);
+    weir_store_free(w->store);
+    weir_ctx_free(w->ctx);
+}
+
+typedef struct outcome {
+    int calls;
+    weir_code overall;
+} outcome;
+
+static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+{
+    outcome *o = arg;
+    (void)st;
+    (void)n;
+    o->calls++;
+    o->overall = overall;
+}
+
+#define E(k, v)                            \
+    {                                      \
+        k, sizeof(k) - 1, v, sizeof(v) - 1 \
+    }
+
+/* Decide a request of descriptors; returns the overall code. */
+static weir_code decide(world *w, const char *domain, const weir_descriptor *d, size_t n,
+                        uint64_t hits, int64_t now, weir_descriptor_status *st)
+{
+    weir_request req = {domain, strlen(domain), d, n, hits};
+    outcome o = {0};
+    assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_decided, &o), WEIR_OK);
+    assert_int_equal(o.calls, 1); /* the memory store completes inline */
+    return o.overall;
+}
+
+static const char *two_limits = "domain: api\n"
+                                "descriptors:\n"
+                                "  - key: user\n"
+                                "    rate_limit: {unit: minute, requests_per_unit: 10}\n"
+                                "  - key: path\n"
+                                "    value: /pay\n"
+                                "    rate_limit: {unit: minute, requests_per_unit: 2}\n";
+
+/* A request denied by its per-endpoint limit leaves its per-user budget
+ * untouched: check all, then charge all. */
+static void denied_request_spends_nothing(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry user[] = {E("user", "alice")}, path[] = {E("path", "/pay")};
+    weir_descriptor d[2] = {{user, 1, false, 0, NULL}, {path, 1, false, 0, NULL}};
+    weir_descriptor_status st[2];
+    assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 8);
+    assert_int_equal(st[1].remaining, 0);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+        assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
+        assert_int_equal(st[0].code, WEIR_CODE_OK);
+    }
+    /* alice alone: her budget is still 8 */
+    assert_int_equal(decide(&w, "api", d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 7);
+    assert_non_null(st[0].limit);
+    assert_int_equal(st[0].requests_per_unit, 10);
+    assert_int_equal(st[0].unit, WEIR_UNIT_MINUTE);
+    close_world(&w);
+}
+
+static void hits_at_both_levels(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry user[] = {E("user", "bob")};
+    weir_descriptor_status st[1];
+    weir_descriptor d = {user, 1, false, 0, NULL};
+    decide(&w, "api", &d, 1, 3, 0, st); /* request hits 3 */
+    assert_int_equal(st[0].remaining, 7);
+    decide(&w, "api", &d, 1, 0, 0, st); /* request hits 0 means 1 */
+    assert_int_equal(st[0].remaining, 6);
+    d.has_hits = true;
+    d.hits = 0; /* descriptor hits 0: peek */
+    decide(&w, "api", &d, 1, 5, 0, st);
+    assert_int_equal(st[0].remaining, 6);
+    d.hits = 2; /* the descriptor's hits win over the request's */
+    decide(&w, "api", &d, 1, 5, 0, st);
+    assert_int_equal(st[0].remaining, 4);
+    close_world(&w);
+}
+
+static void unmatched_unknown_and_errors(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry other[] = {E("path", "/other")};
+    weir_descriptor d = {other, 1, false, 0, NULL};
+    weir_descriptor_status st[1];
+    assert_int_equal(decide(&w, "api", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_null(st[0].limit);
+    assert_int_equal(decide(&w, "nope", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_null(st[0].limit);
+
+    outcome o = {0};
+    weir_request empty_domain = {"", 0, &d, 1, 0};
+    assert_int_equal(weir_engine_decide(w.reader, &empty_domain, 0, st, on_decided, &o),
+                     WEIR_EINVAL);
+    weir_request no_desc = {"api", 3, &d, 0, 0};
+    assert_int_equal(weir_engine_decide(w.reader, &no_desc, 0, st, on_decided, &o), WEIR_EINVAL);
+    weir_limit_override bad = {5, WEIR_UNIT_NONE};
+    weir_descriptor over = {other, 1, false, 0, &bad};
+    weir_request bad_override = {"api", 3, &over, 1, 0};
+    assert_int_equal(weir_engine_decide(w.reader, &bad_override, 0, st, on_decided, &o),
+                     WEIR_EINVAL);
+    assert_int_equal(o.calls, 0); /* refused decisions never call back */
+    close_world(&w);
+}
+
+static void shadow_replaces_unlimited_override(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: d\n"
+                   "descriptors:\n"
+                   "  - key: shadowed\n"
+                   "    shadow_mode: true\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: free\n"
+                   "    rate_limit: {unlimited: true}\n"
+                   "  - key: general\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1, name: general}\n"
+                   "  - key: special\n"
+                   "    rate_limit:\n"
+                   "      unit: hour\n"
+                   "      requests_per_unit: 100\n"
+                   "      replaces: [{name: general}]\n");
+    weir_descriptor_status st[2];
+    weir_entry sh[] = {E("shadowed", "x")};
+    weir_descriptor d = {sh, 1, false, 0, NULL};
+    decide(&w, "d", &d, 1, 0, 0, st);
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].shadow);
+    assert_true(st[0].would_deny);
+    assert_int_equal(st[0].code, WEIR_CODE_OK);
+
+    weir_entry fr[] = {E("free", "x")};
+    d.entries = fr;
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].unlimited);
+    assert_int_equal(st[0].remaining, WEIR_ENGINE_UNLIMITED_REMAINING);
+    assert_null(st[0].limit);
+
+    /* `special` replaces `general` when both match one request */
+    weir_entry g[] = {E("general", "x")}, sp[] = {E("special", "x")};
+    weir_descriptor both[2] = {{g, 1, false, 0, NULL}, {sp, 1, false, 0, NULL}};
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(decide(&w, "d", both, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_null(st[0].limit);
+    assert_int_equal(st[1].remaining, 97);
+    /* alone, general still has its own budget of 1 */
+    assert_int_equal(decide(&w, "d", both, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", both, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+
+    /* an override replaces the configured limit, with a counter of its own */
+    weir_limit_override five = {5, WEIR_UNIT_SECOND};
+    weir_descriptor ov = {g, 1, false, 0, &five};
+    assert_int_equal(decide(&w, "d", &ov, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].requests_per_unit, 5);
+    assert_int_equal(st[0].unit, WEIR_UNIT_SECOND);
+    assert_int_equal(st[0].remaining, 4);
+    close_world(&w);
+}
+
+/* Counters of unchanged limits survive a reload; changed ones start fresh. */
+static void reload_keeps_unchanged_counters(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry user[] = {E("user", "carol")}, path[] = {E("path", "/pay")};
+    weir_descriptor d[2] = {{user, 1, false, 0, NULL}, {path, 1, false, 0, NULL}};
+    weir_descriptor_status st[2];
+    decide(&w, "api", d, 2, 0, 0, st);
+    decide(&w, "api", d, 2, 0, 0, st);
+    assert_int_equal(st[0].remaining, 8);
+    assert_int_equal(st[1].remaining, 0);
+    /* same user limit, a changed /pay limit */
+    const char *changed = "domain: api\n"
+                          "descriptors:\n"
+                          "  - key: user\n"
+                          "    rate_limit: {unit: minute, requests_per_unit: 10}\n"
+                          "  - key: path\n"
+                          "    value: /pay\n"
+                          "    rate_limit: {unit: minute, requests_per_unit: 3}\n";
+    assert_int_equal(weir_engine_reload(w.engine, parse(w.ctx, changed)), WEIR_OK);
+    assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 7); /* kept: 10 - 3 */
+    assert_int_equal(st[1].remaining, 2); /* fresh: 3 - 1 */
+    assert_int_equal(weir_engine_reload(w.engine, NULL), WEIR_EINVAL);
+    close_world(&w);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(denied_request_spends_nothing),
+        cmocka_unit_test(hits_at_both_levels),
+        cmocka_unit_test(unmatched_unknown_and_errors),
+        cmocka_unit_test(shadow_replaces_unlimited_override),
+        cmocka_unit_test(reload_keeps_unchanged_counters),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

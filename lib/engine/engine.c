@@ -40,15 +40,27 @@ typedef struct ruleset {
     weir__match_index *idx;
 } ruleset;
 
+#define SECRET_BYTES 192u
+#define DIGEST_BYTES 16u
+
 struct weir_engine {
     weir_ctx *ctx;
     weir_store *store;
     weir__snap *snap;
+    /* Store keys are 128-bit digests of the counter keys under this
+     * random secret: 16 bytes fit inside a memory-store entry, so a
+     * decision costs no key allocation and one cache miss per limit. */
+    unsigned char secret[SECRET_BYTES];
 };
+
+typedef struct decision decision;
 
 struct weir_engine_reader {
     weir_engine *engine;
     weir__snap_reader *snap;
+    /* a finished decision kept for the next one (no malloc per request);
+     * exchanged atomically since a store may complete on another thread */
+    _Atomic(decision *) spare;
     char scratch[WEIR_MAX_KEY_BYTES];
 };
 
@@ -67,8 +79,9 @@ typedef struct pending {
     size_t op; /* index in ops[] */
 } pending;
 
-typedef struct decision {
+struct decision {
     weir_engine *engine;
+    weir_engine_reader *reader;
     ruleset *rs;
     weir_descriptor_status *st;
     size_t n;
@@ -81,8 +94,8 @@ typedef struct decision {
     size_t n_ops;
     _Atomic int outstanding;
     bool quota_desc[WEIR_ENGINE_MAX_DESCRIPTORS];
-    char *keys;
-} decision;
+    unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
+};
 
 /* ------------------------------------------------------------------ rulesets */
 
@@ -126,8 +139,16 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
     weir_engine *e = weir__calloc(ctx, 1, sizeof(*e));
     if (!e)
         return WEIR_ENOMEM;
+    unsigned char seed[32];
+    weir_status st = weir__random(seed, sizeof(seed));
+    if (st == WEIR_OK && XXH3_generateSecret(e->secret, SECRET_BYTES, seed, sizeof(seed)) != XXH_OK)
+        st = WEIR_EIO;
+    if (st != WEIR_OK) {
+        weir__free(ctx, e);
+        return st;
+    }
     ruleset *rs;
-    weir_status st = ruleset_new(ctx, rules, &rs);
+    st = ruleset_new(ctx, rules, &rs);
     if (st == WEIR_OK) {
         st = weir__snap_new(ctx, rs, snap_destroy, NULL, &e->snap);
         if (st != WEIR_OK) {
@@ -295,6 +316,7 @@ weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out
         return st;
     }
     r->engine = engine;
+    atomic_init(&r->spare, NULL);
     *out = r;
     return WEIR_OK;
 }
@@ -304,6 +326,7 @@ void weir_engine_reader_free(weir_engine_reader *reader)
     if (!reader)
         return;
     weir__snap_reader_free(reader->snap);
+    weir__free(reader->engine->ctx, atomic_load(&reader->spare));
     weir__free(reader->engine->ctx, reader);
 }
 
@@ -391,10 +414,10 @@ static bool name_replaced(const decision *dc, const pending *p)
 
 static void decision_free(decision *dc)
 {
-    weir_ctx *ctx = dc->engine->ctx;
     ruleset_release(dc->rs);
-    weir__free(ctx, dc->keys);
-    weir__free(ctx, dc);
+    dc->rs = NULL;
+    decision *prev = atomic_exchange(&dc->reader->spare, dc);
+    weir__free(dc->engine->ctx, prev);
 }
 
 /* Whether status a is more restrictive than b (denied first, then less
@@ -484,9 +507,8 @@ static void set_unmatched(weir_descriptor_status *s)
 
 /* Match every descriptor and list the limits to charge. */
 static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request *req,
-                        size_t *key_bytes, bool *domain_found)
+                        bool *domain_found)
 {
-    *key_bytes = 0;
     *domain_found = true;
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
@@ -533,21 +555,17 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                 memcpy(rd->scratch + len + sizeof(rpu), &w, sizeof(w));
                 len += sizeof(rpu) + sizeof(w);
             }
-            /* keep the key: the arena grows as keys come */
-            char *keys = weir__realloc(dc->engine->ctx, dc->keys, *key_bytes + len);
-            if (!keys)
-                return WEIR_ENOMEM;
-            dc->keys = keys;
-            memcpy(dc->keys + *key_bytes, rd->scratch, len);
-            p->op = *key_bytes; /* the key's offset until ops are laid out */
-            dc->ops[dc->n_pending] = (weir_op){.key_len = len,
+            XXH128_hash_t h =
+                XXH3_128bits_withSecret(rd->scratch, len, dc->engine->secret, SECRET_BYTES);
+            XXH128_canonicalFromHash((XXH128_canonical_t *)dc->keys[dc->n_pending], h);
+            dc->ops[dc->n_pending] = (weir_op){.key = dc->keys[dc->n_pending],
+                                               .key_len = DIGEST_BYTES,
                                                .limit = &p->eff,
                                                .hits = desc->has_hits ? desc->hits
                                                        : req->hits    ? req->hits
                                                                       : 1};
             dc->ops[dc->n_pending].kind =
                 desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
-            *key_bytes += len;
             dc->n_pending++;
             limited++;
         }
@@ -568,10 +586,14 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     if (st != WEIR_OK)
         return st;
     weir_engine *e = reader->engine;
-    decision *dc = weir__calloc(e->ctx, 1, sizeof(*dc));
-    if (!dc)
+    decision *dc = atomic_exchange(&reader->spare, NULL);
+    if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc))))
         return WEIR_ENOMEM;
+    /* only what a decision reads before writing it is reset */
     dc->engine = e;
+    dc->reader = reader;
+    dc->n_pending = 0;
+    memset(dc->quota_desc, 0, sizeof(dc->quota_desc));
     dc->st = statuses;
     dc->n = req->n_descriptors;
     dc->cb = cb;
@@ -581,9 +603,8 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     weir__snap_exit(reader->snap);
     dc->rs = rs;
 
-    size_t key_bytes;
     bool domain_found;
-    st = plan(dc, reader, req, &key_bytes, &domain_found);
+    st = plan(dc, reader, req, &domain_found);
     if (st != WEIR_OK) {
         decision_free(dc);
         return st;
@@ -607,7 +628,6 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
             if (p->dropped || p->enforcing != (pass == 0))
                 continue;
             weir_op op = staged[i];
-            op.key = dc->keys + p->op;
             p->op = n;
             dc->ops[n++] = op;
         }

@@ -34,7 +34,6 @@
  * entry; the shard's time never goes backwards (last_now_us).
  */
 #define _GNU_SOURCE
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -740,12 +739,6 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
     }
 }
 
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 /* Check every TAKE, then charge them all only if all are admitted. The
  * shards involved are locked in ascending order, so batches never
  * deadlock, and held for the whole batch, so the two passes see one
@@ -763,7 +756,14 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         h[i] = hash_key(ms, ops[i].key, ops[i].key_len);
         locks[nlocks++] = (uint32_t)(h[i] & (ms->nshards - 1u));
     }
-    qsort(locks, nlocks, sizeof(locks[0]), cmp_u32);
+    /* at most MAX_ATOMIC_OPS entries, usually two or three: insertion sort
+     * beats qsort's setup */
+    for (size_t i = 1; i < nlocks; i++)
+        for (size_t j = i; j > 0 && locks[j - 1] > locks[j]; j--) {
+            uint32_t t = locks[j];
+            locks[j] = locks[j - 1];
+            locks[j - 1] = t;
+        }
     size_t u = 0;
     for (size_t i = 0; i < nlocks; i++)
         if (i == 0 || locks[i] != locks[u - 1])

@@ -157,6 +157,22 @@ WEIR_API void weir_engine_free(weir_engine *engine);
  */
 WEIR_API weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules);
 
+/**
+ * weir_engine_reload_path() - load a rule file or directory and, if it is
+ * valid, put it in force (weir_engine_reload()).
+ *
+ * @opts, @errors, @max_errors, @n_errors: as weir_rules_load().
+ *
+ * Returns WEIR_OK when the new rules are in force; otherwise what
+ * weir_rules_load() or weir_engine_reload() returned, the problems are in
+ * @errors, and the rules in force are unchanged (a bad file never takes a
+ * service's limits away). Thread-safe.
+ */
+WEIR_API weir_status weir_engine_reload_path(weir_engine *engine, const char *path,
+                                             const weir_rules_options *opts,
+                                             weir_rules_error *errors, size_t max_errors,
+                                             size_t *n_errors);
+
 /** A reader for one deciding thread. Thread-safe. */
 WEIR_API weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out);
 

@@ -303,6 +303,26 @@ weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
     return st;
 }
 
+weir_status weir_engine_reload_path(weir_engine *engine, const char *path,
+                                    const weir_rules_options *opts, weir_rules_error *errors,
+                                    size_t max_errors, size_t *n_errors)
+{
+    if (!engine || !path)
+        return WEIR_EINVAL;
+    weir_rules *rules;
+    weir_status st = weir_rules_load(engine->ctx, path, opts, &rules, errors, max_errors, n_errors);
+    if (st != WEIR_OK) {
+        weir__log(engine->ctx, WEIR_LOG_ERROR,
+                  "event=rules_rejected path=%s status=%s; the rules in force stay", path,
+                  weir_status_name(st));
+        return st;
+    }
+    st = weir_engine_reload(engine, rules);
+    if (st != WEIR_OK)
+        weir_rules_free(rules);
+    return st;
+}
+
 weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out)
 {
     if (!engine || !out)

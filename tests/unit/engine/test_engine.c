@@ -4,12 +4,15 @@
  * replaces, unlimited, overrides, unknown domains, request errors, and
  * reloads that keep the counters of unchanged limits.
  */
+#define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -254,6 +257,54 @@ static void reload_keeps_unchanged_counters(void **unused)
     close_world(&w);
 }
 
+/* A bad file is rejected whole and the rules in force stay, counters too. */
+static void bad_file_keeps_rules_in_force(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry user[] = {E("user", "erin")};
+    weir_descriptor d = {user, 1, false, 0, NULL};
+    weir_descriptor_status st[1];
+    decide(&w, "api", &d, 1, 0, 0, st);
+    assert_int_equal(st[0].remaining, 9);
+
+    char path[] = "/tmp/weir-engine-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    const char *bad = "domain: api\n"
+                      "descriptors:\n"
+                      "  - key: user\n"
+                      "    rate_limit: {unit: lightyear, requests_per_unit: 1}\n";
+    assert_int_equal(write(fd, bad, strlen(bad)), (ssize_t)strlen(bad));
+    close(fd);
+    weir_rules_error err[4];
+    size_t n = 0;
+    assert_int_equal(weir_engine_reload_path(w.engine, path, NULL, err, 4, &n), WEIR_EPARSE);
+    assert_int_equal(n, 1);
+    assert_int_equal(err[0].line, 4);
+    assert_non_null(strstr(err[0].message, "invalid rate limit unit 'lightyear'"));
+    /* still the old rules, and the old counter */
+    decide(&w, "api", &d, 1, 0, 0, st);
+    assert_int_equal(st[0].remaining, 8);
+    assert_int_equal(st[0].requests_per_unit, 10);
+
+    /* a good file goes into force */
+    const char *good = "domain: api\n"
+                       "descriptors:\n"
+                       "  - key: user\n"
+                       "    rate_limit: {unit: minute, requests_per_unit: 10}\n";
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(good, f);
+    fclose(f);
+    assert_int_equal(weir_engine_reload_path(w.engine, path, NULL, err, 4, &n), WEIR_OK);
+    decide(&w, "api", &d, 1, 0, 0, st);
+    assert_int_equal(st[0].remaining, 7); /* the same limit: counter kept */
+    unlink(path);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -262,6 +313,7 @@ int main(void)
         cmocka_unit_test(unmatched_unknown_and_errors),
         cmocka_unit_test(shadow_replaces_unlimited_override),
         cmocka_unit_test(reload_keeps_unchanged_counters),
+        cmocka_unit_test(bad_file_keeps_rules_in_force),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -33,12 +33,7 @@ _Static_assert(offsetof(weir_entry, value_len) == offsetof(weir__entry, value_le
 
 #define US_PER_S 1000000LL
 
-typedef struct ruleset {
-    _Atomic int refs;
-    weir_ctx *ctx;
-    weir_rules *rules;
-    weir__match_index *idx;
-} ruleset;
+typedef struct ruleset ruleset;
 
 #define SECRET_BYTES 192u
 #define DIGEST_BYTES 16u
@@ -97,12 +92,168 @@ struct decision {
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
 };
 
+/* ------------------------------------------------------------------ identities */
+
+/* A limit's identity: its domain, the path of nodes to it (each node's key,
+ * value and whether its values share a counter, length-prefixed), and the
+ * limit's own fields. It names the counter, together with the request
+ * values of the levels that count each value apart, and it is what a
+ * reload compares: equal identities keep their counters. */
+typedef struct ident {
+    uint64_t lo, hi;
+} ident;
+
+static ident identity(const char *domain, const unsigned char *path, size_t path_len,
+                      const weir_rule_limit *l, size_t index)
+{
+    XXH3_state_t s;
+    XXH3_128bits_reset(&s);
+    XXH3_128bits_update(&s, domain, strlen(domain) + 1);
+    XXH3_128bits_update(&s, path, path_len);
+    uint64_t fields[7] = {index,       l->algorithm,           l->requests_per_unit,
+                          l->burst,    (uint64_t)l->window_us, l->sub_windows,
+                          l->unlimited};
+    XXH3_128bits_update(&s, fields, sizeof(fields));
+    if (l->name)
+        XXH3_128bits_update(&s, l->name, strlen(l->name) + 1);
+    XXH128_hash_t h = XXH3_128bits_digest(&s);
+    return (ident){h.low64, h.high64};
+}
+
+/* Every limit's identity, found by the limit's address (open addressing). */
+typedef struct ident_map {
+    const weir_rule_limit **keys;
+    ident *ids;
+    size_t mask;
+    size_t n;
+} ident_map;
+
+static size_t slot_of(const ident_map *m, const weir_rule_limit *l)
+{
+    return (size_t)(((uintptr_t)l >> 4) * 0x9e3779b97f4a7c15ull >> 20) & m->mask;
+}
+
+static void map_put(ident_map *m, const weir_rule_limit *l, ident id)
+{
+    size_t i = slot_of(m, l);
+    while (m->keys[i] && m->keys[i] != l)
+        i = (i + 1) & m->mask;
+    m->keys[i] = l;
+    m->ids[i] = id;
+    m->n++;
+}
+
+static const ident *map_get(const ident_map *m, const weir_rule_limit *l)
+{
+    for (size_t i = slot_of(m, l); m->keys[i]; i = (i + 1) & m->mask)
+        if (m->keys[i] == l)
+            return &m->ids[i];
+    return NULL;
+}
+
+static void put_len(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+/* Walk a node: append it to the path and record its limits' identities. */
+static void collect(ident_map *m, const char *domain, const weir_rule *r, unsigned char *path,
+                    size_t len, size_t cap)
+{
+    const char *k = weir_rule_key(r), *v = weir_rule_value(r);
+    size_t kl = strlen(k), vl = v ? strlen(v) : 0;
+    size_t need = 4 + kl + 1 + 4 + vl + 1;
+    if (len + need > cap)
+        return; /* deeper than the loader allows */
+    unsigned char *p = path + len;
+    put_len(p, (uint32_t)kl);
+    memcpy(p + 4, k, kl);
+    p[4 + kl] = v ? 1 : 0;
+    put_len(p + 5 + kl, (uint32_t)vl);
+    if (v)
+        memcpy(p + 9 + kl, v, vl);
+    p[9 + kl + vl] = (weir_rule_flags(r) & WEIR_RULE_SHARE_THRESHOLD) ? 1 : 0;
+    size_t n = len + need;
+    for (size_t i = 0; i < weir_rule_limit_count(r); i++) {
+        const weir_rule_limit *l = weir_rule_limit_at(r, i);
+        map_put(m, l, identity(domain, path, n, l, i));
+    }
+    for (size_t i = 0; i < weir_rule_child_count(r); i++)
+        collect(m, domain, weir_rule_child(r, i), path, n, cap);
+}
+
+/* Path bytes for the deepest tree the loader accepts. */
+#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
+
+static weir_status ident_map_build(weir_ctx *ctx, const weir_rules *rules, ident_map *m)
+{
+    size_t want = 2 * weir_rules_limit_count(rules) + 16, cap = 16;
+    while (cap < want)
+        cap *= 2;
+    m->keys = weir__calloc(ctx, cap, sizeof(*m->keys));
+    m->ids = weir__calloc(ctx, cap, sizeof(*m->ids));
+    unsigned char *path = weir__malloc(ctx, PATH_CAP);
+    if (!m->keys || !m->ids || !path) {
+        weir__free(ctx, m->keys);
+        weir__free(ctx, m->ids);
+        weir__free(ctx, path);
+        return WEIR_ENOMEM;
+    }
+    m->mask = cap - 1;
+    m->n = 0;
+    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
+        const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
+        for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
+            collect(m, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), path, 0,
+                    PATH_CAP);
+    }
+    weir__free(ctx, path);
+    return WEIR_OK;
+}
+
+static void ident_map_free(weir_ctx *ctx, ident_map *m)
+{
+    weir__free(ctx, m->keys);
+    weir__free(ctx, m->ids);
+}
+
+static int cmp_ident(const void *a, const void *b)
+{
+    const ident *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* The map's identities, sorted (NULL when out of memory). */
+static ident *sorted_ids(weir_ctx *ctx, const ident_map *m)
+{
+    ident *v = weir__malloc(ctx, (m->n ? m->n : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i <= m->mask; i++)
+        if (m->keys[i])
+            v[k++] = m->ids[i];
+    qsort(v, k, sizeof(*v), cmp_ident);
+    return v;
+}
+
+struct ruleset {
+    _Atomic int refs;
+    weir_ctx *ctx;
+    weir_rules *rules;
+    weir__match_index *idx;
+    ident_map ids;
+};
+
 /* ------------------------------------------------------------------ rulesets */
 
 static void ruleset_release(ruleset *rs)
 {
     if (rs && atomic_fetch_sub(&rs->refs, 1) == 1) {
         weir__match_index_free(rs->idx);
+        ident_map_free(rs->ctx, &rs->ids);
         weir_rules_free(rs->rules);
         weir__free(rs->ctx, rs);
     }
@@ -120,6 +271,8 @@ static weir_status ruleset_new(weir_ctx *ctx, weir_rules *rules, ruleset **out)
     if (!rs)
         return WEIR_ENOMEM;
     weir_status st = weir__match_index_new(ctx, rules, &rs->idx);
+    if (st == WEIR_OK && (st = ident_map_build(ctx, rules, &rs->ids)) != WEIR_OK)
+        weir__match_index_free(rs->idx);
     if (st != WEIR_OK) {
         weir__free(ctx, rs);
         return st;
@@ -174,109 +327,24 @@ void weir_engine_free(weir_engine *engine)
     weir__free(engine->ctx, engine);
 }
 
-/* A limit's identity without request values, for the reload report. */
-static uint64_t identity(const char *domain, const char *path, size_t path_len,
-                         const weir_rule_limit *l, size_t index)
-{
-    XXH3_state_t s;
-    XXH3_64bits_reset(&s);
-    XXH3_64bits_update(&s, domain, strlen(domain) + 1);
-    XXH3_64bits_update(&s, path, path_len);
-    uint64_t fields[6] = {index,    l->algorithm,           l->requests_per_unit,
-                          l->burst, (uint64_t)l->window_us, l->sub_windows};
-    XXH3_64bits_update(&s, fields, sizeof(fields));
-    XXH3_64bits_update(&s, &l->unlimited, sizeof(l->unlimited));
-    if (l->name)
-        XXH3_64bits_update(&s, l->name, strlen(l->name) + 1);
-    return XXH3_64bits_digest(&s);
-}
-
-typedef struct id_list {
-    uint64_t *v;
-    size_t n, cap;
-    bool oom;
-} id_list;
-
-static void id_push(weir_ctx *ctx, id_list *l, uint64_t id)
-{
-    if (l->oom)
-        return;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        uint64_t *v = weir__realloc(ctx, l->v, cap * sizeof(*v));
-        if (!v) {
-            l->oom = true;
-            return;
-        }
-        l->v = v;
-        l->cap = cap;
-    }
-    l->v[l->n++] = id;
-}
-
-static void collect(weir_ctx *ctx, id_list *l, const char *domain, const weir_rule *r, char *path,
-                    size_t len, size_t cap)
-{
-    const char *k = weir_rule_key(r), *v = weir_rule_value(r);
-    size_t kl = strlen(k) + 1, vl = v ? strlen(v) + 1 : 1;
-    if (len + kl + vl > cap)
-        return; /* deeper than any real rule file: leave it out of the report */
-    memcpy(path + len, k, kl);
-    if (v)
-        memcpy(path + len + kl, v, vl);
-    else
-        path[len + kl] = '\x01';
-    size_t n = len + kl + vl;
-    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
-        id_push(ctx, l, identity(domain, path, n, weir_rule_limit_at(r, i), i));
-    for (size_t i = 0; i < weir_rule_child_count(r); i++)
-        collect(ctx, l, domain, weir_rule_child(r, i), path, n, cap);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static id_list identities(weir_ctx *ctx, const weir_rules *rules)
-{
-    id_list l = {0};
-    char path[8192];
-    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
-        const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
-        for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
-            collect(ctx, &l, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), path, 0,
-                    sizeof(path));
-    }
-    if (l.v)
-        qsort(l.v, l.n, sizeof(*l.v), cmp_u64);
-    return l;
-}
-
 /* Log how many limits keep their counters across a reload. */
-static void report_reload(weir_engine *e, const weir_rules *old, const weir_rules *next)
+static void report_reload(weir_engine *e, const ruleset *old, const ruleset *next)
 {
-    id_list a = identities(e->ctx, old), b = identities(e->ctx, next);
-    if (!a.oom && !b.oom) {
-        size_t i = 0, j = 0, kept = 0;
-        while (i < a.n && j < b.n) {
-            if (a.v[i] == b.v[j]) {
-                kept++;
-                i++;
-                j++;
-            } else if (a.v[i] < b.v[j]) {
-                i++;
-            } else {
-                j++;
-            }
+    ident *a = sorted_ids(e->ctx, &old->ids), *b = sorted_ids(e->ctx, &next->ids);
+    if (a && b) {
+        size_t i = 0, j = 0, kept = 0, na = old->ids.n, nb = next->ids.n;
+        while (i < na && j < nb) {
+            int c = cmp_ident(&a[i], &b[j]);
+            kept += c == 0;
+            i += c <= 0;
+            j += c >= 0;
         }
         weir__log(e->ctx, WEIR_LOG_INFO,
-                  "event=rules_reloaded limits=%zu kept=%zu new=%zu removed=%zu", b.n, kept,
-                  b.n - kept, a.n - kept);
+                  "event=rules_reloaded limits=%zu kept=%zu new=%zu removed=%zu", nb, kept,
+                  nb - kept, na - kept);
     }
-    weir__free(e->ctx, a.v);
-    weir__free(e->ctx, b.v);
+    weir__free(e->ctx, a);
+    weir__free(e->ctx, b);
 }
 
 weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
@@ -291,7 +359,7 @@ weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
     weir__snap_reader *r;
     if (weir__snap_reader_new(engine->snap, &r) == WEIR_OK) {
         const ruleset *old = weir__snap_enter(r);
-        report_reload(engine, old->rules, rules);
+        report_reload(engine, old, rs);
         weir__snap_exit(r);
         weir__snap_reader_free(r);
     }
@@ -525,6 +593,45 @@ static void set_unmatched(weir_descriptor_status *s)
     s->code = WEIR_CODE_OK;
 }
 
+/* The bytes a counter is named by: the limit's identity, then, length-
+ * prefixed, the request's value at every level that counts values apart
+ * (the identity fixes which levels those are), then the override if the
+ * request gave one. The store key is their 128-bit digest. Returns the
+ * length, 0 when it does not fit. */
+static size_t counter_bytes(const ruleset *rs, const weir__match_result *m,
+                            const weir_entry *entries, const weir_rule_limit *l,
+                            const pending *override, char *buf, size_t cap)
+{
+    const ident *id = map_get(&rs->ids, l);
+    if (!id || cap < sizeof(*id))
+        return 0;
+    memcpy(buf, id, sizeof(*id));
+    size_t n = sizeof(*id);
+    for (size_t lv = 0; lv < m->depth; lv++) {
+        if (!m->levels[lv].value_in_key)
+            continue;
+        size_t vl = entries[lv].value_len;
+        if (vl > UINT32_MAX || n + 4 + vl > cap)
+            return 0;
+        uint32_t v32 = (uint32_t)vl;
+        memcpy(buf + n, &v32, 4);
+        if (vl)
+            memcpy(buf + n + 4, entries[lv].value, vl);
+        n += 4 + vl;
+    }
+    if (override) {
+        uint32_t rpu = override->rpu;
+        int64_t w = override->window_us;
+        if (n + 1 + sizeof(rpu) + sizeof(w) > cap)
+            return 0;
+        buf[n++] = 'O';
+        memcpy(buf + n, &rpu, sizeof(rpu));
+        memcpy(buf + n + sizeof(rpu), &w, sizeof(w));
+        n += sizeof(rpu) + sizeof(w);
+    }
+    return n;
+}
+
 /* Match every descriptor and list the limits to charge. */
 static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request *req,
                         bool *domain_found)
@@ -562,19 +669,10 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             p->enforcing = !p->shadow && !p->quota;
             if ((st = effective(l, desc->limit, p)) != WEIR_OK)
                 return st;
-            size_t len = weir__counter_key(&m, (const weir__entry *)desc->entries, i, rd->scratch,
-                                           sizeof(rd->scratch) - 16);
+            size_t len = counter_bytes(dc->rs, &m, desc->entries, l, desc->limit ? p : NULL,
+                                       rd->scratch, sizeof(rd->scratch));
             if (len == 0)
-                return WEIR_EINVAL; /* a counter key past WEIR_MAX_KEY_BYTES */
-            if (desc->limit) {
-                /* an override is a different counter: append its identity */
-                uint32_t rpu = p->rpu;
-                int64_t w = p->window_us;
-                rd->scratch[len++] = 'O';
-                memcpy(rd->scratch + len, &rpu, sizeof(rpu));
-                memcpy(rd->scratch + len + sizeof(rpu), &w, sizeof(w));
-                len += sizeof(rpu) + sizeof(w);
-            }
+                return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
             XXH128_hash_t h =
                 XXH3_128bits_withSecret(rd->scratch, len, dc->engine->secret, SECRET_BYTES);
             XXH128_canonicalFromHash((XXH128_canonical_t *)dc->keys[dc->n_pending], h);

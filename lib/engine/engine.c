@@ -85,6 +85,9 @@ struct decision {
     size_t n_pending;
     pending p[WEIR_ENGINE_MAX_LIMITS];
     weir_op ops[WEIR_ENGINE_MAX_LIMITS];
+    /* charges of count_rejected limits after a denial (not reported) */
+    weir_op extra[WEIR_ENGINE_MAX_LIMITS];
+    int64_t now_us;
     size_t n_enforcing; /* ops[0, n_enforcing) atomic, the rest independent */
     size_t n_ops;
     _Atomic int outstanding;
@@ -580,11 +583,44 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 }
 
 /* Submit one batch; a refused batch completes at once with its error. */
-static void submit(decision *dc, weir_op *ops, size_t n, int64_t now_us, unsigned flags)
+static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_store_cb cb)
 {
-    weir_status st = weir_store_submit(dc->engine->store, ops, n, now_us, flags, batch_done, dc);
+    weir_status st = weir_store_submit(dc->engine->store, ops, n, dc->now_us, flags, cb, dc);
     if (st != WEIR_OK)
-        batch_done(dc, ops, n, st);
+        cb(dc, ops, n, st);
+}
+
+/* The atomic batch is done. When it was denied, nothing was charged; limits
+ * with count_rejected are charged anyway, as upstream counts every request:
+ * a limit that admitted takes the request's hits, one that denied takes
+ * what it has left (so it ends exhausted, never past its limit). */
+static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
+{
+    decision *dc = arg;
+    bool denied = false;
+    for (size_t i = 0; status == WEIR_OK && i < n; i++)
+        denied |= ops[i].status == WEIR_OK && ops[i].kind == WEIR_OP_TAKE && !ops[i].result.allowed;
+    size_t ne = 0;
+    for (size_t i = 0; denied && i < dc->n_pending; i++) {
+        const pending *p = &dc->p[i];
+        const weir_op *op = &dc->ops[p->op];
+        if (p->dropped || !p->enforcing || !p->limit->count_rejected || op->kind != WEIR_OP_TAKE ||
+            op->status != WEIR_OK)
+            continue;
+        uint64_t hits = op->result.allowed                ? op->hits
+                        : op->result.remaining < op->hits ? op->result.remaining
+                                                          : op->hits;
+        if (hits == 0)
+            continue;
+        dc->extra[ne] = *op;
+        dc->extra[ne].hits = hits;
+        ne++;
+    }
+    if (ne > 0) {
+        atomic_fetch_add(&dc->outstanding, 1);
+        submit(dc, dc->extra, ne, 0, batch_done);
+    }
+    batch_done(arg, ops, n, status);
 }
 
 static void set_unmatched(weir_descriptor_status *s)
@@ -766,10 +802,11 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
         return WEIR_OK;
     }
     atomic_init(&dc->outstanding, batches);
+    dc->now_us = now_us;
     weir_op *rest = dc->ops + n_atomic;
     if (n_atomic > 0)
-        submit(dc, dc->ops, n_atomic, now_us, WEIR_BATCH_ATOMIC);
+        submit(dc, dc->ops, n_atomic, WEIR_BATCH_ATOMIC, atomic_done);
     if (n_rest > 0)
-        submit(dc, rest, n_rest, now_us, 0);
+        submit(dc, rest, n_rest, 0, batch_done);
     return WEIR_OK;
 }

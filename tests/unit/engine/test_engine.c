@@ -305,6 +305,38 @@ static void bad_file_keeps_rules_in_force(void **unused)
     close_world(&w);
 }
 
+/* count_rejected: a limit that asks for upstream's counting is charged
+ * even when another limit rejects the request; others are not. */
+static void count_rejected_charges_anyway(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: api\n"
+                   "descriptors:\n"
+                   "  - key: user\n"
+                   "    rate_limit: {unit: minute, requests_per_unit: 10, count_rejected: true}\n"
+                   "  - key: team\n"
+                   "    rate_limit: {unit: minute, requests_per_unit: 10}\n"
+                   "  - key: path\n"
+                   "    rate_limit: {unit: minute, requests_per_unit: 1, count_rejected: true}\n");
+    weir_entry user[] = {E("user", "fay")}, team[] = {E("team", "red")}, path[] = {E("path", "/x")};
+    weir_descriptor d[3] = {
+        {user, 1, false, 0, NULL}, {team, 1, false, 0, NULL}, {path, 1, false, 0, NULL}};
+    weir_descriptor_status st[3];
+    assert_int_equal(decide(&w, "api", d, 3, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "api", d, 3, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(decide(&w, "api", d, 3, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    /* user (count_rejected) paid for all three requests, team only for the
+     * admitted one, and path stays exactly at its limit */
+    weir_descriptor peek[3] = {
+        {user, 1, true, 0, NULL}, {team, 1, true, 0, NULL}, {path, 1, true, 0, NULL}};
+    decide(&w, "api", peek, 3, 0, 0, st);
+    assert_int_equal(st[0].remaining, 7);
+    assert_int_equal(st[1].remaining, 9);
+    assert_int_equal(st[2].remaining, 0);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +346,7 @@ int main(void)
         cmocka_unit_test(shadow_replaces_unlimited_override),
         cmocka_unit_test(reload_keeps_unchanged_counters),
         cmocka_unit_test(bad_file_keeps_rules_in_force),
+        cmocka_unit_test(count_rejected_charges_anyway),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

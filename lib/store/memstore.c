@@ -748,6 +748,7 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     if (n > MAX_ATOMIC_OPS)
         return WEIR_EINVAL;
     uint64_t h[MAX_ATOMIC_OPS];
+    entry *found[MAX_ATOMIC_OPS];
     uint32_t locks[MAX_ATOMIC_OPS];
     size_t nlocks = 0;
     for (size_t i = 0; i < n; i++) {
@@ -787,15 +788,35 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         }
         entry *e = find(sh, h[i], op->key, op->key_len);
         const void *state = zero_state.b;
-        if (e && state_matches(e, op->limit))
+        found[i] = NULL;
+        if (e && state_matches(e, op->limit)) {
             state = entry_state(e);
+            found[i] = e;
+        }
         op->status = weir_check(op->limit, state, t, hits, &op->result);
         if (op->status == WEIR_OK && op->kind == WEIR_OP_TAKE && !op->result.allowed)
             denied = true;
     }
-    if (!denied)
-        for (size_t i = 0; i < n; i++)
-            run_locked(ms, shard_of(ms, h[i]), &ops[i], h[i], now_us);
+    /* Charge. An entry found above stays where it is until something is
+     * inserted or removed, so decide on it directly until then; a key to be
+     * created goes the general way, and everything after it too. */
+    bool moved = false;
+    for (size_t i = 0; !denied && i < n; i++) {
+        weir_op *op = &ops[i];
+        shard *sh = shard_of(ms, h[i]);
+        if (!moved && found[i]) {
+            int64_t t = shard_now(sh, now_us);
+            void *state = entry_state(found[i]);
+            bool take = op->kind == WEIR_OP_TAKE;
+            op->status =
+                weir__decide(op->limit, state, take ? state : NULL, t, op->hits, &op->result);
+            if (op->status == WEIR_OK && take)
+                note_decision(sh, found[i], t, &op->result);
+        } else {
+            run_locked(ms, sh, op, h[i], now_us);
+            moved |= !found[i];
+        }
+    }
 
     for (size_t i = nlocks; i-- > 0;)
         weir__spin_unlock(&ms->shards[locks[i]].lock);

@@ -195,7 +195,8 @@ WEIR_API void weir_engine_reader_free(weir_engine_reader *reader);
  * no descriptors ("rate limit descriptor list must not be empty"), more
  * than WEIR_ENGINE_MAX_DESCRIPTORS descriptors, a descriptor with no
  * entries or more than WEIR_ENGINE_MAX_ENTRIES, an override with unit
- * WEIR_UNIT_NONE, or more than WEIR_ENGINE_MAX_LIMITS limits to charge;
+ * WEIR_UNIT_NONE, more than WEIR_ENGINE_MAX_LIMITS limits to charge, or
+ * a descriptor whose values add up to more than WEIR_MAX_KEY_BYTES;
  * WEIR_ENOMEM; WEIR_ERANGE for an override the algorithm cannot compile.
  * Store failures are not errors here: each limit's failure_mode decides.
  */

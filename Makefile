@@ -49,6 +49,7 @@ fuzz: deps
 
 bench: build
 	./build/weir-bench
+	./build/weir-bench-engine
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

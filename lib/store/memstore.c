@@ -229,57 +229,42 @@ static uint64_t next_rand(shard *sh)
     return z ^ (z >> 27);
 }
 
-/* The lookup key, zero-padded to the inline size when it fits there, so a
- * candidate is compared in two 8-byte loads instead of a memcmp call. */
-typedef struct probe {
-    uint32_t h;
-    uint32_t len;
-    const void *key;
-    uint64_t inl[INLINE_KEY / 8];
-} probe;
-
-static void probe_init(probe *p, uint64_t hash, const void *key, size_t len)
+static bool key_is(const entry *e, uint32_t h, const void *key, size_t len)
 {
-    p->h = (uint32_t)hash;
-    p->len = (uint32_t)len;
-    p->key = key;
-    if (len <= INLINE_KEY) {
-        memset(p->inl, 0, sizeof(p->inl));
-        memcpy(p->inl, key, len);
-    }
+    if (e->hash != h || e->klen != len || e->algo == 0)
+        return false;
+    /* a 32-bit hash match is nearly always the key: compare the bytes then */
+    return memcmp((e->flags & F_HEAPKEY) ? e->key.ptr : e->key.inl, key, len) == 0;
 }
 
-static bool key_is(const entry *e, const probe *p)
+/* The key's entry in buckets t1 and t2 (its two buckets), or NULL. */
+static entry *find_in(bucket *t1, bucket *t2, uint64_t hash, const void *key, size_t len)
 {
-    if (e->hash != p->h || e->klen != p->len || e->algo == 0)
-        return false;
-    if (p->len <= INLINE_KEY) {
-        uint64_t a[INLINE_KEY / 8];
-        memcpy(a, e->key.inl, sizeof(a));
-        return a[0] == p->inl[0] && a[1] == p->inl[1];
+    uint32_t h = (uint32_t)hash;
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (key_is(&t1->e[i], h, key, len))
+            return &t1->e[i];
+    for (unsigned i = 0; i < SLOTS; i++)
+        if (key_is(&t2->e[i], h, key, len))
+            return &t2->e[i];
+    return NULL;
+}
+
+static void prefetch_pair(const bucket *t1, const bucket *t2)
+{
+    /* both buckets' lines at once: their misses overlap */
+    for (unsigned line = 0; line < sizeof(bucket); line += 64) {
+        __builtin_prefetch((const char *)t1 + line);
+        __builtin_prefetch((const char *)t2 + line);
     }
-    return memcmp(e->key.ptr, p->key, p->len) == 0;
 }
 
 static entry *find(const shard *sh, uint64_t hash, const void *key, size_t len)
 {
     uint32_t b1, b2;
     buckets_of((uint32_t)hash, (uint32_t)(hash >> 32), sh->nbuckets, &b1, &b2);
-    bucket *t1 = &sh->table[b1], *t2 = &sh->table[b2];
-    /* both buckets' lines at once: their misses overlap */
-    for (unsigned line = 0; line < sizeof(bucket); line += 64) {
-        __builtin_prefetch((const char *)t1 + line);
-        __builtin_prefetch((const char *)t2 + line);
-    }
-    probe p;
-    probe_init(&p, hash, key, len);
-    for (unsigned i = 0; i < SLOTS; i++)
-        if (key_is(&t1->e[i], &p))
-            return &t1->e[i];
-    for (unsigned i = 0; i < SLOTS; i++)
-        if (key_is(&t2->e[i], &p))
-            return &t2->e[i];
-    return NULL;
+    prefetch_pair(&sh->table[b1], &sh->table[b2]);
+    return find_in(&sh->table[b1], &sh->table[b2], hash, key, len);
 }
 
 /* ------------------------------------------------------------------ removal */
@@ -701,11 +686,7 @@ static void prefetch_buckets(memstore *ms, uint64_t h)
     uint32_t nb = __atomic_load_n(&sh->nbuckets, __ATOMIC_RELAXED);
     uint32_t b1, b2;
     buckets_of((uint32_t)h, (uint32_t)(h >> 32), nb, &b1, &b2);
-    const char *p1 = (const char *)&t[b1], *p2 = (const char *)&t[b2];
-    for (unsigned line = 0; line < sizeof(bucket); line += 64) {
-        __builtin_prefetch(p1 + line);
-        __builtin_prefetch(p2 + line);
-    }
+    prefetch_pair(&t[b1], &t[b2]);
 }
 
 /* The independent batch: keys are hashed and their buckets fetched
@@ -844,31 +825,36 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
                                const weir_limit *lim, int64_t now_us, uint64_t hits,
                                weir_result *res)
 {
-    if (!is_mem(store) || !res)
-        return WEIR_EINVAL;
-    weir_op op = {.key = key, .key_len = key_len, .limit = lim, .hits = hits};
-    if (!op_valid(&op))
+    if (!is_mem(store) || !res || !key || key_len == 0 || key_len > WEIR_MAX_KEY_BYTES || !lim ||
+        (unsigned)lim->algorithm - 1u >= WEIR_ALGORITHM_COUNT)
         return WEIR_EINVAL;
     memstore *ms = (memstore *)store;
     uint64_t h = hash_key(ms, key, key_len);
     shard *sh = shard_of(ms, h);
-    /* Start fetching the buckets before the lock: a prefetch is not ordered
-     * with the lock's locked instruction, so the miss overlaps it (and, in a
-     * loop of calls, the tail of the previous decision). */
-    prefetch_buckets(ms, h);
+    /* Find the key's buckets and start fetching them before the lock: a
+     * prefetch is not ordered with the lock's locked instruction, so the
+     * miss overlaps it. The table may be rebuilt meanwhile; then look again
+     * under the lock. */
+    bucket *t = __atomic_load_n(&sh->table, __ATOMIC_RELAXED);
+    uint32_t nb = __atomic_load_n(&sh->nbuckets, __ATOMIC_RELAXED);
+    uint32_t b1, b2;
+    buckets_of((uint32_t)h, (uint32_t)(h >> 32), nb, &b1, &b2);
+    prefetch_pair(&t[b1], &t[b2]);
     weir__spin_lock(&sh->lock);
+    entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], h, key, key_len)
+                                                      : find(sh, h, key, key_len);
     /* The common case, a key that exists under the same limit, decides
      * straight into the caller's result; the rest goes the general way. */
-    entry *e = find(sh, h, key, key_len);
     if (e && state_matches(e, lim)) {
-        int64_t t = shard_now(sh, now_us);
+        int64_t tnow = shard_now(sh, now_us);
         void *state = entry_state(e);
-        weir_status st = weir__decide(lim, state, state, t, hits, res);
+        weir_status st = weir__decide(lim, state, state, tnow, hits, res);
         if (st == WEIR_OK)
-            note_decision(sh, e, t, res);
+            note_decision(sh, e, tnow, res);
         weir__spin_unlock(&sh->lock);
         return st;
     }
+    weir_op op = {.key = key, .key_len = key_len, .limit = lim, .hits = hits};
     run_locked(ms, sh, &op, h, now_us);
     weir__spin_unlock(&sh->lock);
     if (op.status == WEIR_OK)

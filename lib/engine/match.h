@@ -145,7 +145,10 @@ bool weir__glob_match(const char *pattern, size_t pattern_len, const char *value
 
 /**
  * weir__counter_key() - the bytes identifying the counter of one limit of
- * a match.
+ * a match, readable and stable across processes. The engine names its
+ * memory-store counters by a digest of each limit's precomputed identity
+ * instead (faster); this form is for stores shared between processes, whose
+ * keys must not depend on a per-process secret.
  *
  * @m:           a successful match (m->rule not NULL).
  * @entries:     the request entries @m was matched from (their values are

@@ -87,3 +87,10 @@ void counting_alloc_init(counting_alloc *c)
     c->a.free_fn = c_free;
     c->a.ud = c;
 }
+
+weir_status counting_ctx_new(counting_alloc *c, weir_ctx **out)
+{
+    counting_alloc_init(c);
+    weir_ctx_options o = {.size = sizeof(o), .allocator = &c->a};
+    return weir_ctx_new(&o, out);
+}

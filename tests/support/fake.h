@@ -40,4 +40,7 @@ typedef struct counting_alloc {
 
 void counting_alloc_init(counting_alloc *c);
 
+/* counting_alloc_init(@c), then a context allocating through it. */
+weir_status counting_ctx_new(counting_alloc *c, weir_ctx **out);
+
 #endif /* WEIR_TEST_FAKE_H */

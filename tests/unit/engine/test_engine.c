@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "rules_support.h"
 #include "weir/weir.h"
 
 #define S 1000000LL
@@ -27,25 +28,13 @@ typedef struct world {
     weir_engine_reader *reader;
 } world;
 
-static weir_rules *parse(weir_ctx *ctx, const char *yaml)
-{
-    weir_rules *rules = NULL;
-    weir_rules_error err;
-    size_t n = 0;
-    weir_status st =
-        weir_rules_parse(ctx, "test.yaml", yaml, strlen(yaml), NULL, &rules, &err, 1, &n);
-    if (st != WEIR_OK)
-        fprintf(stderr, "%s:%u:%u: %s\n", err.file, err.line, err.column, err.message);
-    assert_int_equal(st, WEIR_OK);
-    return rules;
-}
-
 static void open_world(world *w, const char *yaml)
 {
     assert_int_equal(weir_ctx_new(NULL, &w->ctx), WEIR_OK);
     assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->store), WEIR_OK);
     weir_engine_options o = {.size = sizeof(o), .store = w->store};
-    assert_int_equal(weir_engine_new(w->ctx, &o, parse(w->ctx, yaml), &w->engine), WEIR_OK);
+    assert_int_equal(weir_engine_new(w->ctx, &o, test_rules_parse(w->ctx, yaml), &w->engine),
+                     WEIR_OK);
     assert_int_equal(weir_engine_reader_new(w->engine, &w->reader), WEIR_OK);
 }
 
@@ -249,7 +238,7 @@ static void reload_keeps_unchanged_counters(void **unused)
                           "  - key: path\n"
                           "    value: /pay\n"
                           "    rate_limit: {unit: minute, requests_per_unit: 3}\n";
-    assert_int_equal(weir_engine_reload(w.engine, parse(w.ctx, changed)), WEIR_OK);
+    assert_int_equal(weir_engine_reload(w.engine, test_rules_parse(w.ctx, changed)), WEIR_OK);
     assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
     assert_int_equal(st[0].remaining, 7); /* kept: 10 - 3 */
     assert_int_equal(st[1].remaining, 2); /* fresh: 3 - 1 */

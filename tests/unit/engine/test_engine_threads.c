@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "rules_support.h"
 #include "weir/weir.h"
 
 #define THREADS 3
@@ -46,14 +47,6 @@ typedef struct shared {
     atomic_int errors;
     atomic_int done;
 } shared;
-
-static weir_rules *parse(weir_ctx *ctx, const char *yaml)
-{
-    weir_rules *r = NULL;
-    if (weir_rules_parse(ctx, "t.yaml", yaml, strlen(yaml), NULL, &r, NULL, 0, NULL) != WEIR_OK)
-        return NULL;
-    return r;
-}
 
 typedef struct seen {
     weir_code overall;
@@ -110,7 +103,8 @@ static void reloads_under_load(void **unused)
     weir_store *store;
     assert_int_equal(weir_memstore_new(sh.ctx, NULL, &store), WEIR_OK);
     weir_engine_options o = {.size = sizeof(o), .store = store};
-    assert_int_equal(weir_engine_new(sh.ctx, &o, parse(sh.ctx, rules_a), &sh.engine), WEIR_OK);
+    assert_int_equal(weir_engine_new(sh.ctx, &o, test_rules_parse(sh.ctx, rules_a), &sh.engine),
+                     WEIR_OK);
 
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++)
@@ -118,7 +112,7 @@ static void reloads_under_load(void **unused)
     /* reload for as long as the deciders run, and at least RELOADS times */
     int reloads = 0;
     for (; reloads < RELOADS || atomic_load(&sh.done) < THREADS; reloads++) {
-        weir_rules *next = parse(sh.ctx, reloads % 2 ? rules_a : rules_b);
+        weir_rules *next = test_rules_parse(sh.ctx, reloads % 2 ? rules_a : rules_b);
         assert_non_null(next);
         assert_int_equal(weir_engine_reload(sh.engine, next), WEIR_OK);
     }

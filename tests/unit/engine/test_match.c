@@ -25,6 +25,7 @@
 
 #include "engine/match.h"
 #include "fake.h"
+#include "rules_support.h"
 #include "weir/rules.h"
 #include "weir/weir.h"
 
@@ -34,9 +35,7 @@ static weir_ctx *ctx;
 static int setup(void **state)
 {
     (void)state;
-    counting_alloc_init(&ca);
-    weir_ctx_options o = {.size = sizeof(o), .allocator = &ca.a};
-    return weir_ctx_new(&o, &ctx) == WEIR_OK ? 0 : -1;
+    return counting_ctx_new(&ca, &ctx) == WEIR_OK ? 0 : -1;
 }
 
 static int teardown(void **state)
@@ -44,19 +43,6 @@ static int teardown(void **state)
     (void)state;
     weir_ctx_free(ctx);
     return ca.live_blocks == 0 ? 0 : -1;
-}
-
-static weir_rules *load(const char *yaml)
-{
-    weir_rules_error errs[4];
-    size_t n_errs = 0;
-    weir_rules *r = NULL;
-    weir_status st =
-        weir_rules_parse(ctx, "test.yaml", yaml, strlen(yaml), NULL, &r, errs, 4, &n_errs);
-    for (size_t i = 0; i < n_errs && i < 4; i++)
-        printf("  %s:%u:%u: %s\n", errs[i].file, errs[i].line, errs[i].column, errs[i].message);
-    assert_int_equal(st, WEIR_OK);
-    return r;
 }
 
 static weir__match_index *index_of(const weir_rules *r)
@@ -173,7 +159,7 @@ static weir__match_index *set_idx[N_SETS];
 static void sets_load(void)
 {
     for (int i = 0; i < N_SETS; i++) {
-        set_rules[i] = load(set_yaml[i]);
+        set_rules[i] = test_rules_parse(ctx, set_yaml[i]);
         set_idx[i] = index_of(set_rules[i]);
     }
 }
@@ -730,7 +716,8 @@ static const struct {
 static void counter_key_collisions(void **unused)
 {
     (void)unused;
-    weir_rules *r = load(
+    weir_rules *r = test_rules_parse(
+        ctx,
         "domain: col\n"
         "descriptors:\n"
         "  - key: x\n"
@@ -796,23 +783,24 @@ static void counter_key_collisions(void **unused)
 static void counter_key_limits(void **unused)
 {
     (void)unused;
-    weir_rules *r = load("domain: lim\n"
-                         "descriptors:\n"
-                         "  - key: k\n"
-                         "    rate_limits:\n"
-                         "      - {unit: second, requests_per_unit: 10}\n"
-                         "      - {unit: second, requests_per_unit: 10}\n"
-                         "      - {unit: second, requests_per_unit: 10, name: n}\n"
-                         "      - {unit: minute, requests_per_unit: 10}\n"
-                         "      - {unit: second, requests_per_unit: 11}\n"
-                         "      - {unit: second, requests_per_unit: 10, algorithm: gcra}\n"
-                         "      - {unit: second, requests_per_unit: 10, algorithm: gcra, "
-                         "burst: 5}\n"
-                         "      - {window: 60s, requests_per_unit: 60, algorithm: "
-                         "sliding_window_counter, sub_windows: 6}\n"
-                         "      - {window: 60s, requests_per_unit: 60, algorithm: "
-                         "sliding_window_counter, sub_windows: 3}\n"
-                         "      - {unlimited: true}\n");
+    weir_rules *r =
+        test_rules_parse(ctx, "domain: lim\n"
+                              "descriptors:\n"
+                              "  - key: k\n"
+                              "    rate_limits:\n"
+                              "      - {unit: second, requests_per_unit: 10}\n"
+                              "      - {unit: second, requests_per_unit: 10}\n"
+                              "      - {unit: second, requests_per_unit: 10, name: n}\n"
+                              "      - {unit: minute, requests_per_unit: 10}\n"
+                              "      - {unit: second, requests_per_unit: 11}\n"
+                              "      - {unit: second, requests_per_unit: 10, algorithm: gcra}\n"
+                              "      - {unit: second, requests_per_unit: 10, algorithm: gcra, "
+                              "burst: 5}\n"
+                              "      - {window: 60s, requests_per_unit: 60, algorithm: "
+                              "sliding_window_counter, sub_windows: 6}\n"
+                              "      - {window: 60s, requests_per_unit: 60, algorithm: "
+                              "sliding_window_counter, sub_windows: 3}\n"
+                              "      - {unlimited: true}\n");
     weir__match_index *idx = index_of(r);
     weir__entry e = {"k", 1, "v", 1};
     char keys[10][256];
@@ -857,7 +845,8 @@ static void counter_key_reload(void **unused)
     const char *v3 = "domain: rl\n" /* ip's limit changed */
                      "descriptors:\n"
                      "  - key: ip\n" LIM(50);
-    weir_rules *r[4] = {load(v1), load(v1), load(v2), load(v3)};
+    weir_rules *r[4] = {test_rules_parse(ctx, v1), test_rules_parse(ctx, v1),
+                        test_rules_parse(ctx, v2), test_rules_parse(ctx, v3)};
     weir__match_index *idx[4];
     for (int i = 0; i < 4; i++)
         idx[i] = index_of(r[i]);
@@ -881,7 +870,7 @@ static void counter_key_reload(void **unused)
         }
     }
     /* the same shape in another domain is another counter */
-    weir_rules *other = load("domain: rl2\ndescriptors:\n  - key: ip\n" LIM(5));
+    weir_rules *other = test_rules_parse(ctx, "domain: rl2\ndescriptors:\n  - key: ip\n" LIM(5));
     weir__match_index *oidx = index_of(other);
     char k0[256], k1[256];
     size_t l0 = key_for(idx[0], "rl", reqs[0], 1, 0, k0, sizeof(k0));
@@ -900,7 +889,7 @@ static void counter_key_reload(void **unused)
 static void out_of_memory(void **unused)
 {
     (void)unused;
-    weir_rules *r = load(set_yaml[SET_DEEP]);
+    weir_rules *r = test_rules_parse(ctx, set_yaml[SET_DEEP]);
     int64_t before = ca.live_blocks;
     int fails = 0;
     for (int k = 1; k < 100; k++) {
@@ -1058,7 +1047,7 @@ static void property_vs_reference(void **unused)
         size_t count = 0;
         addf(&t, "domain: d\ndescriptors:\n");
         gen_children(&t, &rng, 1, 2, &count);
-        weir_rules *r = load(t.p);
+        weir_rules *r = test_rules_parse(ctx, t.p);
         weir__match_index *idx = index_of(r);
         for (int q = 0; q < 500; q++) {
             weir__entry e[4];
@@ -1120,7 +1109,7 @@ static void million_lookups_allocate_nothing(void **unused)
              k);
         n_rules += 4;
     }
-    weir_rules *r = load(t.p);
+    weir_rules *r = test_rules_parse(ctx, t.p);
     free(t.p);
     assert_int_equal(weir_rules_rule_count(r), 1000);
     assert_int_equal(n_rules, 1000);

@@ -36,9 +36,7 @@ static weir_ctx *ctx;
 static int setup(void **state)
 {
     (void)state;
-    counting_alloc_init(&ca);
-    weir_ctx_options o = {.size = sizeof(o), .allocator = &ca.a};
-    return weir_ctx_new(&o, &ctx) == WEIR_OK ? 0 : -1;
+    return counting_ctx_new(&ca, &ctx) == WEIR_OK ? 0 : -1;
 }
 
 static int teardown(void **state)

@@ -14,7 +14,7 @@ CMAKE ?= cmake
 WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test test-asan test-tsan fuzz bench format format-check clean
+.PHONY: all deps build run test test-asan test-tsan fuzz bench bench-http format format-check clean
 
 all: build
 
@@ -25,8 +25,10 @@ build: deps
 	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build -j $(JOBS)
 
+# The service on the example rules and the embedded memory store; it prints
+# the URLs it listens on. Ctrl-C stops it. Extra flags: make run ARGS='...'
 run: build
-	./build/weir sim
+	./build/weir serve --rules examples/rules.yaml $(ARGS)
 
 test: deps test-asan test-tsan
 
@@ -50,6 +52,10 @@ fuzz: deps
 bench: build
 	./build/weir-bench
 	./build/weir-bench-engine
+	bench/http.sh
+
+bench-http: build
+	bench/http.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -10,9 +10,11 @@ packages=(
     # second compiler, sanitizer and libFuzzer runtimes, formatter
     clang libclang-rt-14-dev clang-format
     # libraries
-    libxxhash-dev libyaml-dev
-    # tests
-    libcmocka-dev
+    libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev libjansson-dev
+    # tests: unit tests, the daemon's integration tests and their peers
+    libcmocka-dev python3 python3-pytest nginx-light curl
+    # benchmarks
+    wrk
 )
 
 missing=()

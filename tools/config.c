@@ -7,15 +7,16 @@
  * print: the compiled rules, one line per limit, in the spirit of
  *        envoyproxy/ratelimit's /rlconfig.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/rules_text.h"
 #include "cli.h"
 #include "weir/weir.h"
 
 #define MAX_REPORTED_ERRORS 1000u
-#define MAX_PATH_TEXT 4096u
 
 typedef struct config_args {
     const char *verb;
@@ -74,55 +75,6 @@ static int parse_args(int argc, char **argv, config_args *a)
     return -1;
 }
 
-/* Appends ".key_value" (or ".key") for one level to the path text. */
-static void path_push(char *buf, size_t cap, size_t *len, const weir_rule *r)
-{
-    const char *v = weir_rule_value(r);
-    int n = snprintf(buf + *len, cap - *len, "%s%s%s%s", *len ? "." : "", weir_rule_key(r),
-                     v ? "_" : "", v ? v : "");
-    if (n > 0)
-        *len = (size_t)n + *len < cap ? *len + (size_t)n : cap - 1;
-}
-
-static void print_limit(const char *domain, const char *path, const weir_rule *r,
-                        const weir_rule_limit *l)
-{
-    uint32_t f = weir_rule_flags(r);
-    printf("%s.%s:", domain, path);
-    if (l->unlimited) {
-        printf(" unlimited");
-    } else {
-        printf(" requests_per_unit=%u", l->requests_per_unit);
-        if (l->unit != WEIR_UNIT_NONE)
-            printf(" unit=%s", weir_rule_unit_name(l->unit));
-        printf(" window_us=%lld algorithm=%s burst=%llu", (long long)l->window_us,
-               weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
-        if (l->failure_mode == WEIR_FAILURE_DENY)
-            printf(" failure_mode=deny");
-        if (l->count_rejected)
-            printf(" count_rejected=true");
-    }
-    if (l->name)
-        printf(" name=%s", l->name);
-    for (size_t i = 0; i < l->n_replaces; i++)
-        printf(" replaces=%s", l->replaces[i]);
-    printf(" shadow_mode=%s", (f & WEIR_RULE_SHADOW_MODE) ? "true" : "false");
-    if (f & WEIR_RULE_QUOTA_MODE)
-        printf(" quota_mode=true");
-    printf("\n");
-}
-
-static void print_rule(const char *domain, const weir_rule *r, char *buf, size_t len)
-{
-    size_t mine = len;
-    path_push(buf, MAX_PATH_TEXT, &mine, r);
-    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
-        print_limit(domain, buf, r, weir_rule_limit_at(r, i));
-    for (size_t i = 0; i < weir_rule_child_count(r); i++)
-        print_rule(domain, weir_rule_child(r, i), buf, mine);
-    buf[len] = '\0';
-}
-
 int weir_cli_config(int argc, char **argv)
 {
     config_args a;
@@ -176,13 +128,14 @@ int weir_cli_config(int argc, char **argv)
                    weir_rules_domain_rule_count(d) == 1 ? "" : "s");
         }
     } else {
-        char *buf = calloc(1, MAX_PATH_TEXT);
-        for (size_t i = 0; buf && i < weir_rules_domain_count(rules); i++) {
-            const weir_rules_domain *d = weir_rules_domain_at(rules, i);
-            for (size_t j = 0; j < weir_rules_domain_rule_count(d); j++)
-                print_rule(weir_rules_domain_name(d), weir_rules_domain_rule(d, j), buf, 0);
-        }
-        free(buf);
+        weir_buf text;
+        weir_buf_init(&text, SIZE_MAX);
+        weir_api_render_rules(&text, rules);
+        if (!weir_buf_ok(&text))
+            fprintf(stderr, "weir config: out of memory\n");
+        else
+            fwrite(text.p, 1, text.len, stdout);
+        weir_buf_free(&text);
     }
     weir_rules_free(rules);
     weir_ctx_free(ctx);

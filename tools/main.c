@@ -5,9 +5,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "serve.h"
 #include "weir/weir.h"
 
 static const weir_cli_command commands[] = {
+    {"serve", "run the rate limit service (HTTP, gRPC, RESP)", weir_cli_serve},
     {"sim", "replay a traffic pattern through every algorithm", weir_cli_sim},
     {"config", "check or print a rule file or directory", weir_cli_config},
 };

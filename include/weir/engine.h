@@ -118,6 +118,9 @@ typedef struct weir_descriptor_status {
      *  decided the code. */
     bool failure_mode;
     bool unlimited;
+    /** The request's domain has no rules (every status is then OK with no
+     *  limit, as upstream answers). */
+    bool domain_not_found;
 } weir_descriptor_status;
 
 /**

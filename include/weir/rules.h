@@ -110,6 +110,11 @@ typedef struct weir_rule_limit {
     const char *const *replaces;
     /** The compiled limit (weir_limit_compile()) when !unlimited. */
     weir_limit compiled;
+    /** The domain, and the descriptor path the limit hangs on in
+     *  upstream's spelling (`key_value.key2`: one level per descriptor,
+     *  `key_value` or `key`), for names in metrics and headers. */
+    const char *domain;
+    const char *path;
     /** Where the limit's mapping starts (1-based). */
     const char *file;
     uint32_t line;

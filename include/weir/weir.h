@@ -8,7 +8,7 @@
  *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
  *   weir/engine.h   the decision engine: requests matched against rules
  *
- * docs/API.md walks through a first program.
+ * docs/LIBRARY.md walks through a first program.
  */
 #ifndef WEIR_WEIR_H
 #define WEIR_WEIR_H

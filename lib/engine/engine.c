@@ -764,8 +764,10 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
         return st;
     }
     if (!domain_found) {
-        for (size_t d = 0; d < dc->n; d++)
+        for (size_t d = 0; d < dc->n; d++) {
             set_unmatched(&dc->st[d]);
+            dc->st[d].domain_not_found = true;
+        }
         dc->n_pending = 0;
     }
     /* replaces: a limit named by another matched limit's `replaces` goes */

@@ -201,6 +201,39 @@ static void check_siblings(rules_loader *ld, weir_rule **nodes, size_t n, char *
     }
 }
 
+/* Gives every limit below @nodes its domain and its path (@path holds the
+ * parent's, @len bytes, '.'-terminated unless empty). */
+static void name_limits(rules_loader *ld, const char *domain, weir_rule **nodes, size_t n,
+                        char *path, size_t len, size_t cap)
+{
+    for (size_t i = 0; i < n; i++) {
+        const weir_rule *c = nodes[i];
+        size_t end = append_level(path, len, cap, c);
+        if (c->n_limits) {
+            char *copy = weir__rules_alloc(ld, end + 1);
+            if (!copy)
+                return;
+            memcpy(copy, path, end);
+            copy[end] = '\0';
+            for (size_t j = 0; j < c->n_limits; j++) {
+                /* The limits are the arena's; the tree hands them out const. */
+                weir_rule_limit *l = (weir_rule_limit *)(uintptr_t)c->limits[j];
+                l->domain = domain;
+                l->path = copy;
+            }
+        }
+        if (c->n_children) {
+            size_t sub = end;
+            if (sub + 1 < cap) {
+                path[sub++] = '.';
+                path[sub] = '\0';
+            }
+            name_limits(ld, domain, c->children, c->n_children, path, sub, cap);
+        }
+        path[len] = '\0';
+    }
+}
+
 void weir__rules_finish(rules_loader *ld)
 {
     weir_rules *r = ld->rules;
@@ -223,6 +256,8 @@ void weir__rules_finish(rules_loader *ld)
         if (len >= sizeof(path))
             len = sizeof(path) - 1;
         check_siblings(ld, d->rules, d->n_rules, path, len, sizeof(path));
+        path[0] = '\0';
+        name_limits(ld, d->name, d->rules, d->n_rules, path, 0, sizeof(path));
     }
 }
 

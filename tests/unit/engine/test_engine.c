@@ -98,6 +98,9 @@ static void denied_request_spends_nothing(void **unused)
     assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
     assert_int_equal(st[0].remaining, 8);
     assert_int_equal(st[1].remaining, 0);
+    assert_string_equal(st[1].limit->domain, "api");
+    assert_string_equal(st[1].limit->path, "path_/pay");
+    assert_string_equal(st[0].limit->path, "user");
     for (int i = 0; i < 5; i++) {
         assert_int_equal(decide(&w, "api", d, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
         assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
@@ -144,8 +147,10 @@ static void unmatched_unknown_and_errors(void **unused)
     weir_descriptor_status st[1];
     assert_int_equal(decide(&w, "api", &d, 1, 0, 0, st), WEIR_CODE_OK);
     assert_null(st[0].limit);
+    assert_false(st[0].domain_not_found);
     assert_int_equal(decide(&w, "nope", &d, 1, 0, 0, st), WEIR_CODE_OK);
     assert_null(st[0].limit);
+    assert_true(st[0].domain_not_found);
 
     outcome o = {0};
     weir_request empty_domain = {"", 0, &d, 1, 0};

@@ -1,0 +1,389 @@
+/*
+ * http_conn.c - one HTTP/1.1 client connection on a worker's loop: reads
+ * into the codec, hands whole requests to the routes, writes the answers
+ * in order (pipelined answers go out in one write), and enforces the
+ * timeouts: a connection idle between requests is closed after
+ * --idle-timeout; a request must arrive whole within --request-timeout
+ * from its first byte, however slowly it trickles (a slowloris gets 408).
+ * A connection that ends after an error is half-closed and drained for a
+ * moment before it is closed, so the client reads the answer instead of a
+ * reset.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "log.h"
+
+/* How long a closing connection is drained after its last answer. */
+#define LINGER_MS 2000
+/* Queued answer bytes above which reading pauses until they are written. */
+#define MAX_QUEUED_OUT (1u << 20)
+/* Route number of requests that match none (the last route name). */
+#define ROUTE_OTHER (routes_count - 1)
+
+struct http_conn {
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    worker *w;
+    http_conn *prev, *next;
+    weir_http1 *parser;
+    void *parser_mem; /* the parser and its request buffer, one block */
+    weir_buf out[2];  /* out[cur] collects answers; the other may be in flight */
+    int cur;
+    bool writing;
+    uv_write_t wreq;
+    uv_shutdown_t sreq;
+    /* the request being answered */
+    bool keep_alive, head, http10, answered;
+    size_t route;
+    uint64_t t0_ns;
+    /* state */
+    bool timing_request; /* the timer measures a request, not idleness */
+    bool close_after_write;
+    bool lingering;
+    bool paused; /* reading stopped until queued answers are written */
+    bool closed;
+    int open_handles;
+};
+
+worker *http_worker(http_conn *c)
+{
+    return c->w;
+}
+
+void http_set_route(http_conn *c, size_t route)
+{
+    c->route = route;
+}
+
+http_conn *http_conn_next(http_conn *c)
+{
+    return c->next;
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    http_conn *c = h->data;
+    if (--c->open_handles > 0)
+        return;
+    weir_buf_free(&c->out[0]);
+    weir_buf_free(&c->out[1]);
+    free(c->parser_mem);
+    free(c);
+}
+
+void http_conn_close(http_conn *c)
+{
+    if (c->closed)
+        return;
+    c->closed = true;
+    worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    atomic_fetch_sub(&w->srv->connections, 1);
+    metrics_connection(w->metrics, PROTO_HTTP, -1);
+    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+}
+
+static void on_timer(uv_timer_t *t);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf);
+
+static void arm(http_conn *c, bool request, int64_t ms)
+{
+    c->timing_request = request;
+    uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+}
+
+static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    if (nread < 0)
+        http_conn_close(s->data);
+}
+
+static void on_shutdown(uv_shutdown_t *req, int status)
+{
+    http_conn *c = req->data;
+    if (c->closed)
+        return;
+    if (status < 0) {
+        http_conn_close(c);
+        return;
+    }
+    /* Read and drop whatever the client still sends, until it closes or
+     * the linger time is up. */
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_linger_read);
+    arm(c, false, LINGER_MS);
+}
+
+/* After the last answer: half-close, then linger. */
+static void finish(http_conn *c)
+{
+    if (c->closed || c->lingering)
+        return;
+    c->lingering = true;
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_timer_stop(&c->timer);
+    c->sreq.data = c;
+    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
+        http_conn_close(c);
+}
+
+static void flush(http_conn *c);
+
+static void on_write(uv_write_t *req, int status)
+{
+    http_conn *c = req->data;
+    c->writing = false;
+    weir_buf_clear(&c->out[c->cur ^ 1]);
+    if (c->closed)
+        return;
+    if (status < 0) {
+        http_conn_close(c);
+        return;
+    }
+    flush(c);
+}
+
+static void flush(http_conn *c)
+{
+    if (c->writing || c->closed)
+        return;
+    weir_buf *b = &c->out[c->cur];
+    if (b->len) {
+        uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
+        int n = uv_try_write((uv_stream_t *)&c->tcp, &ub, 1);
+        if (n == (int)b->len) {
+            weir_buf_clear(b);
+        } else if (n < 0 && n != UV_EAGAIN) {
+            http_conn_close(c);
+            return;
+        } else {
+            size_t done = n > 0 ? (size_t)n : 0;
+            ub = uv_buf_init(b->p + done, (unsigned)(b->len - done));
+            c->wreq.data = c;
+            c->writing = true;
+            c->cur ^= 1;
+            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &ub, 1, on_write) < 0) {
+                c->writing = false;
+                http_conn_close(c);
+            }
+            return;
+        }
+    }
+    if (c->close_after_write) {
+        finish(c);
+        return;
+    }
+    if (c->paused) {
+        c->paused = false;
+        uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+    }
+}
+
+/* "HTTP/1.1 NNN Reason\r\n" without printf: it is on every answer. */
+static void put_status_line(weir_buf *o, int status)
+{
+    char line[16] = "HTTP/1.1 000 ";
+    int v = status < 100 || status > 999 ? 500 : status;
+    line[9] = (char)('0' + v / 100);
+    line[10] = (char)('0' + v / 10 % 10);
+    line[11] = (char)('0' + v % 10);
+    weir_buf_put(o, line, 13);
+    weir_buf_puts(o, weir_api_reason(v));
+    weir_buf_put(o, "\r\n", 2);
+}
+
+void http_respond(http_conn *c, int status, const char *content_type, const weir_buf *extra,
+                  const char *body, size_t len)
+{
+    worker *w = c->w;
+    if (c->answered)
+        return;
+    c->answered = true;
+    if (atomic_load_explicit(&w->srv->closing, memory_order_relaxed))
+        c->keep_alive = false;
+    weir_buf *o = &c->out[c->cur];
+    put_status_line(o, status);
+    weir_buf_puts(o, w->date);
+    if (content_type) {
+        weir_buf_puts(o, "Content-Type: ");
+        weir_buf_puts(o, content_type);
+        weir_buf_puts(o, "\r\n");
+    }
+    weir_buf_puts(o, "Content-Length: ");
+    weir_buf_put_u64(o, len);
+    weir_buf_puts(o, "\r\n");
+    if (!c->keep_alive)
+        weir_buf_puts(o, "Connection: close\r\n");
+    else if (c->http10)
+        weir_buf_puts(o, "Connection: keep-alive\r\n");
+    if (extra)
+        weir_buf_put(o, extra->p, extra->len);
+    weir_buf_puts(o, "\r\n");
+    if (!c->head)
+        weir_buf_put(o, body, len);
+    if (!weir_buf_ok(o)) {
+        /* out of memory for the answer: nothing sensible can follow */
+        dlog(WEIR_LOG_ERROR, "response_dropped", "reason", "out of memory", NULL);
+        weir_buf_clear(o);
+        c->keep_alive = false;
+    }
+    if (!c->keep_alive)
+        c->close_after_write = true;
+    metrics_request(w->metrics, PROTO_HTTP, (int64_t)(uv_hrtime() - c->t0_ns), c->route, status);
+}
+
+/* Answers a codec or routing error with a problem+json body. */
+static void respond_error(http_conn *c, int status, const char *detail)
+{
+    worker *w = c->w;
+    weir_buf_clear(&w->body);
+    weir_api_render_error(&w->body, status, detail);
+    http_respond(c, status, "application/problem+json", NULL, w->body.p, w->body.len);
+}
+
+/* Feeds @n bytes to the codec and answers every whole request in them. */
+static void process(http_conn *c, const char *data, size_t n)
+{
+    worker *w = c->w;
+    size_t off = 0;
+    while (off < n && !c->close_after_write) {
+        size_t used = 0;
+        weir_http1_request req;
+        weir_http1_error err;
+        weir_http1_result r = weir_http1_feed(c->parser, data + off, n - off, &used, &req, &err);
+        off += used;
+        if (r == WEIR_HTTP1_NEED_MORE)
+            break;
+        c->answered = false;
+        c->route = ROUTE_OTHER;
+        c->t0_ns = uv_hrtime();
+        if (r == WEIR_HTTP1_ERROR) {
+            c->keep_alive = false;
+            c->head = false;
+            c->http10 = false;
+            respond_error(c, err.status, err.message);
+            break;
+        }
+        c->keep_alive = req.keep_alive;
+        c->head = req.method == WEIR_HTTP1_HEAD;
+        c->http10 = req.version_minor == 0;
+        routes_handle(c, &req);
+        if (!c->answered)
+            respond_error(c, 500, "no answer");
+        if (used == 0)
+            break; /* cannot happen with a whole request; never spin */
+    }
+    if (c->closed || c->close_after_write)
+        return;
+    if (weir_http1_in_request(c->parser)) {
+        if (!c->timing_request)
+            arm(c, true, w->srv->opt.request_timeout_ms);
+    } else {
+        arm(c, false, w->srv->opt.idle_timeout_ms);
+    }
+    if (c->out[c->cur].len + c->out[c->cur ^ 1].len > MAX_QUEUED_OUT && !c->paused) {
+        c->paused = true;
+        uv_read_stop((uv_stream_t *)&c->tcp);
+    }
+}
+
+static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    http_conn *c = h->data;
+    *buf = uv_buf_init(c->w->rbuf, (unsigned)c->w->rbuf_cap);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    http_conn *c = s->data;
+    if (nread < 0) {
+        http_conn_close(c);
+        return;
+    }
+    if (nread > 0) {
+        process(c, buf->base, (size_t)nread);
+        flush(c);
+    }
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    http_conn *c = t->data;
+    if (c->lingering || !c->timing_request) {
+        http_conn_close(c);
+        return;
+    }
+    c->answered = false;
+    c->keep_alive = false;
+    c->head = false;
+    c->route = ROUTE_OTHER;
+    c->t0_ns = uv_hrtime();
+    respond_error(c, 408, "the request did not arrive in time");
+    uv_read_stop((uv_stream_t *)&c->tcp);
+    flush(c);
+}
+
+void http_conn_drain(http_conn *c)
+{
+    if (c->closed || c->lingering || c->close_after_write)
+        return;
+    if (!weir_http1_in_request(c->parser) && !c->writing && !c->out[c->cur].len)
+        http_conn_close(c);
+    /* otherwise the answer in progress carries Connection: close */
+}
+
+void http_conn_accept(worker *w)
+{
+    server *srv = w->srv;
+    http_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    uv_tcp_init(&w->loop, &c->tcp);
+    c->tcp.data = c;
+    c->w = w;
+    c->open_handles = 1;
+    if (uv_accept((uv_stream_t *)&w->http, (uv_stream_t *)&c->tcp) < 0) {
+        uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
+        return;
+    }
+    uv_timer_init(&w->loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles = 2;
+    /* linked first so that every path below can use http_conn_close() */
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    metrics_connection(w->metrics, PROTO_HTTP, +1);
+    int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
+    if ((uint64_t)open > srv->opt.max_connections ||
+        atomic_load_explicit(&srv->closing, memory_order_relaxed)) {
+        metrics_connection_rejected(w->metrics, PROTO_HTTP);
+        http_conn_close(c);
+        return;
+    }
+    weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
+    size_t cap = lim.max_header_bytes + lim.max_body_bytes;
+    size_t psize = (weir_http1_size() + 15) & ~(size_t)15;
+    c->parser_mem = malloc(psize + cap);
+    if (!c->parser_mem) {
+        http_conn_close(c);
+        return;
+    }
+    c->parser = weir_http1_init(c->parser_mem, &lim, (char *)c->parser_mem + psize, cap);
+    weir_buf_init(&c->out[0], SIZE_MAX);
+    weir_buf_init(&c->out[1], SIZE_MAX);
+    uv_tcp_nodelay(&c->tcp, 1);
+    arm(c, false, srv->opt.idle_timeout_ms);
+    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+}

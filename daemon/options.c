@@ -1,0 +1,380 @@
+/*
+ * options.c - the table of `weir serve` settings and its parser. Each row
+ * is a flag, its environment variable, its default (parsed by the same
+ * code as a user's value) and its help line.
+ */
+#include "options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum kind {
+    K_TEXT,     /* string into a char array */
+    K_BOOL,     /* true|false|1|0|yes|no|on|off */
+    K_COUNT,    /* unsigned integer */
+    K_BYTES,    /* 64k, 16MiB, 1g ... */
+    K_DURATION, /* 500ms, 10s, 2m; a bare number is seconds */
+    K_LEVEL,    /* error|warn|info|debug */
+    K_FORMAT,   /* text|json */
+    K_ALGO,     /* an algorithm name */
+    K_HEADERS,  /* comma list of ietf,legacy,retry-after | none */
+    K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
+} kind;
+
+typedef struct option {
+    const char *flag;
+    const char *env;
+    const char *metavar;
+    const char *dflt;
+    kind kind;
+    size_t offset;
+    size_t size; /* K_TEXT: the array's size */
+    const char *help;
+} option;
+
+#define AT(field) offsetof(serve_options, field), sizeof(((serve_options *)0)->field)
+
+static const option options[] = {
+    {"rules", "WEIR_RULES", "PATH", "examples/rules.yaml", K_TEXT, AT(rules),
+     "rule file, or directory of *.yaml/*.yml (envoyproxy/ratelimit format)"},
+    {"http", "WEIR_HTTP", "HOST:PORT", "127.0.0.1:8080", K_TEXT, AT(http),
+     "HTTP/1.1 listener (JSON API, /metrics, /healthz); empty disables it"},
+    {"grpc", "WEIR_GRPC", "HOST:PORT", "127.0.0.1:8081", K_TEXT, AT(grpc),
+     "gRPC listener (Envoy ShouldRateLimit); empty disables it"},
+    {"resp", "WEIR_RESP", "HOST:PORT", "127.0.0.1:6380", K_TEXT, AT(resp),
+     "Redis-protocol listener (CL.THROTTLE); empty disables it"},
+    {"threads", "WEIR_THREADS", "N", "0", K_COUNT, AT(threads),
+     "worker threads, each with its own event loop; 0 = one per core"},
+    {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store), "where counters live: memory"},
+    {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "0", K_BYTES, AT(max_memory),
+     "memory store cap (e.g. 512MiB); 0 = no cap. Keys at rest are evicted first"},
+    {"log-level", "WEIR_LOG_LEVEL", "LEVEL", "info", K_LEVEL, AT(log_level),
+     "error, warn, info or debug"},
+    {"log-format", "WEIR_LOG_FORMAT", "FORMAT", "text", K_FORMAT, AT(log_json),
+     "text (key=value) or json, one line per event on stderr"},
+    {"retry-jitter", "WEIR_RETRY_JITTER", "SECONDS", "0", K_COUNT, AT(retry_jitter_s),
+     "add 0..SECONDS of random jitter to Retry-After"},
+    {"default-algorithm", "WEIR_DEFAULT_ALGORITHM", "NAME", "fixed_window", K_ALGO,
+     AT(default_algorithm), "algorithm of limits that name none (docs/CONFIG.md)"},
+    {"merge-domains", "WEIR_MERGE_DOMAINS", "BOOL", "false", K_BOOL, AT(merge_domains),
+     "merge files that share a domain instead of refusing them"},
+    {"watch", "WEIR_WATCH", "BOOL", "true", K_BOOL, AT(watch),
+     "reload when the rule files change (SIGHUP always reloads)"},
+    {"headers", "WEIR_HEADERS", "LIST", "ietf,legacy,retry-after", K_HEADERS, AT(headers),
+     "rate limit headers to send: ietf, legacy, retry-after, or none"},
+    {"check-header", "WEIR_CHECK_HEADERS", "HEADER=KEY", "", K_CHECK, AT(n_check_headers),
+     "GET /v1/check: add header HEADER's value as descriptor entry KEY (repeatable)"},
+    {"max-connections", "WEIR_MAX_CONNECTIONS", "N", "10000", K_COUNT, AT(max_connections),
+     "connections held at once over all listeners; more are closed at once"},
+    {"max-header-bytes", "WEIR_MAX_HEADER_BYTES", "BYTES", "16KiB", K_BYTES, AT(max_header_bytes),
+     "request line and headers of one HTTP request (431 beyond)"},
+    {"max-body-bytes", "WEIR_MAX_BODY_BYTES", "BYTES", "64KiB", K_BYTES, AT(max_body_bytes),
+     "body of one HTTP request (413 beyond)"},
+    {"max-descriptors", "WEIR_MAX_DESCRIPTORS", "N", "64", K_COUNT, AT(max_descriptors),
+     "descriptors in one request (at most 64)"},
+    {"max-batch", "WEIR_MAX_BATCH", "N", "100", K_COUNT, AT(max_batch),
+     "requests in one POST /v1/check/batch"},
+    {"idle-timeout", "WEIR_IDLE_TIMEOUT", "DURATION", "60s", K_DURATION, AT(idle_timeout_ms),
+     "close a keep-alive connection idle this long"},
+    {"request-timeout", "WEIR_REQUEST_TIMEOUT", "DURATION", "10s", K_DURATION,
+     AT(request_timeout_ms), "a request must arrive whole within this (slow clients)"},
+    {"drain-delay", "WEIR_DRAIN_DELAY", "DURATION", "0s", K_DURATION, AT(drain_delay_ms),
+     "on SIGTERM, keep serving (with /healthz failing) this long before closing listeners"},
+    {"shutdown-timeout", "WEIR_SHUTDOWN_TIMEOUT", "DURATION", "10s", K_DURATION,
+     AT(shutdown_timeout_ms), "then give in-flight requests this long to finish"},
+};
+
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+
+static bool parse_u64(const char *s, uint64_t *out, const char **rest)
+{
+    if (*s < '0' || *s > '9')
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return false;
+    *out = v;
+    *rest = end;
+    return true;
+}
+
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        uint64_t mult;
+    } units[] = {{"", 1},
+                 {"b", 1},
+                 {"k", 1000},
+                 {"kb", 1000},
+                 {"kib", 1024},
+                 {"m", 1000 * 1000},
+                 {"mb", 1000 * 1000},
+                 {"mib", 1024 * 1024},
+                 {"g", 1000 * 1000 * 1000},
+                 {"gb", 1000 * 1000 * 1000},
+                 {"gib", 1024 * 1024 * 1024}};
+    uint64_t v;
+    const char *rest;
+    if (!parse_u64(s, &v, &rest))
+        return false;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcasecmp(rest, units[i].suffix) == 0) {
+            if (v > UINT64_MAX / units[i].mult)
+                return false;
+            *out = v * units[i].mult;
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool parse_duration_ms(const char *s, int64_t *out)
+{
+    uint64_t v;
+    const char *rest;
+    if (!parse_u64(s, &v, &rest))
+        return false;
+    uint64_t mult;
+    if (strcmp(rest, "ms") == 0)
+        mult = 1;
+    else if (*rest == '\0' || strcmp(rest, "s") == 0)
+        mult = 1000;
+    else if (strcmp(rest, "m") == 0)
+        mult = 60 * 1000;
+    else if (strcmp(rest, "h") == 0)
+        mult = 3600 * 1000;
+    else
+        return false;
+    if (v > (uint64_t)INT64_MAX / mult)
+        return false;
+    *out = (int64_t)(v * mult);
+    return true;
+}
+
+static bool parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "1", "yes", "on"};
+    static const char *const no[] = {"false", "0", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return *out = true, true;
+        if (strcasecmp(s, no[i]) == 0)
+            return *out = false, true;
+    }
+    return false;
+}
+
+static bool parse_headers(const char *s, weir_api_header_opts *h)
+{
+    weir_api_header_opts r = {false, false, false};
+    char tmp[128];
+    if (strlen(s) >= sizeof(tmp))
+        return false;
+    strcpy(tmp, s);
+    char *save = NULL;
+    for (char *tok = strtok_r(tmp, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        if (strcasecmp(tok, "ietf") == 0)
+            r.ietf = true;
+        else if (strcasecmp(tok, "legacy") == 0)
+            r.legacy = true;
+        else if (strcasecmp(tok, "retry-after") == 0)
+            r.retry_after = true;
+        else if (strcasecmp(tok, "none") != 0)
+            return false;
+    }
+    *h = r;
+    return true;
+}
+
+/* Adds one HEADER=KEY mapping. */
+static bool add_check_header(serve_options *o, const char *s, size_t n)
+{
+    if (!n)
+        return true;
+    if (o->n_check_headers >= SERVE_MAX_CHECK_HEADERS)
+        return false;
+    char *t = o->check_header_text[o->n_check_headers];
+    if (n >= sizeof(o->check_header_text[0]))
+        return false;
+    memcpy(t, s, n);
+    t[n] = '\0';
+    char *eq = strchr(t, '=');
+    if (!eq || eq == t || !eq[1])
+        return false;
+    *eq = '\0';
+    o->check_headers[o->n_check_headers].header = t;
+    o->check_headers[o->n_check_headers].key = eq + 1;
+    o->n_check_headers++;
+    return true;
+}
+
+/* Sets one option from text; false when the text is not a valid value. */
+static bool set(serve_options *o, const option *opt, const char *v, bool from_env)
+{
+    char *field = (char *)o + opt->offset;
+    uint64_t n;
+    const char *rest;
+    switch (opt->kind) {
+    case K_TEXT:
+        if (strlen(v) >= opt->size)
+            return false;
+        strcpy(field, v);
+        return true;
+    case K_BOOL:
+        return parse_bool(v, (bool *)field);
+    case K_COUNT:
+        if (!parse_u64(v, &n, &rest) || *rest)
+            return false;
+        if (opt->size == sizeof(unsigned)) {
+            if (n > 4096)
+                return false;
+            *(unsigned *)field = (unsigned)n;
+        } else if (opt->size == sizeof(uint64_t)) {
+            if (n > INT64_MAX)
+                return false;
+            memcpy(field, &n, sizeof(n));
+        }
+        return true;
+    case K_BYTES:
+        return parse_bytes(v, (uint64_t *)field);
+    case K_DURATION:
+        return parse_duration_ms(v, (int64_t *)field);
+    case K_LEVEL: {
+        static const char *const names[] = {"error", "warn", "info", "debug"};
+        for (int i = 0; i < 4; i++)
+            if (strcasecmp(v, names[i]) == 0)
+                return *(weir_log_level *)field = (weir_log_level)i, true;
+        return false;
+    }
+    case K_FORMAT:
+        if (strcasecmp(v, "text") == 0 || strcasecmp(v, "json") == 0)
+            return *(bool *)field = strcasecmp(v, "json") == 0, true;
+        return false;
+    case K_ALGO:
+        return weir_algorithm_parse(v, (weir_algorithm *)field) == WEIR_OK;
+    case K_HEADERS:
+        return parse_headers(v, (weir_api_header_opts *)field);
+    case K_CHECK:
+        if (!from_env)
+            return add_check_header(o, v, strlen(v));
+        for (const char *p = v;;) {
+            const char *comma = strchr(p, ',');
+            size_t len = comma ? (size_t)(comma - p) : strlen(p);
+            if (!add_check_header(o, p, len))
+                return false;
+            if (!comma)
+                return true;
+            p = comma + 1;
+        }
+    }
+    return false;
+}
+
+void serve_options_usage(FILE *f)
+{
+    fprintf(f, "usage: weir serve [OPTIONS]\n\n"
+               "Runs the rate limit service: it loads the rules, listens, and answers\n"
+               "\"may this request proceed?\" over HTTP/JSON (and gRPC / the Redis\n"
+               "protocol as they are enabled). Every option can also be set with the\n"
+               "environment variable shown; a flag wins over the environment.\n\n"
+               "  weir serve --rules examples/rules.yaml\n"
+               "  curl -si localhost:8080/v1/check -d '{\"domain\":\"api\","
+               "\"descriptors\":[{\"entries\":[{\"key\":\"api_key\",\"value\":\"k1\"}]}]}'\n\n"
+               "options:\n");
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const option *o = &options[i];
+        char left[64];
+        snprintf(left, sizeof(left), "--%s %s", o->flag, o->metavar);
+        fprintf(f, "  %-30s %s\n  %-30s [%s", left, o->help, "", o->env);
+        if (o->dflt[0])
+            fprintf(f, ", default %s", o->dflt);
+        fprintf(f, "]\n");
+    }
+    fprintf(f, "\nSignals: SIGHUP reloads the rules; SIGTERM or SIGINT drains and stops.\n"
+               "Docs: docs/API.md (HTTP API), docs/CONFIG.md (rules), docs/OPERATIONS.md.\n");
+}
+
+static const option *find(const char *flag, size_t n)
+{
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (strlen(options[i].flag) == n && strncmp(options[i].flag, flag, n) == 0)
+            return &options[i];
+    return NULL;
+}
+
+int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done)
+{
+    memset(o, 0, sizeof(*o));
+    *done = false;
+    for (size_t i = 0; i < N_OPTIONS; i++)
+        if (!set(o, &options[i], options[i].dflt, true)) {
+            fprintf(err, "weir serve: bad built-in default for --%s\n", options[i].flag);
+            return 2;
+        }
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        const char *v = getenv(options[i].env);
+        if (!v)
+            continue;
+        if (options[i].kind == K_CHECK)
+            o->n_check_headers = 0;
+        if (!set(o, &options[i], v, true)) {
+            fprintf(err, "weir serve: %s='%s': not a valid %s\n", options[i].env, v,
+                    options[i].metavar);
+            return 2;
+        }
+    }
+    bool cleared_check = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            serve_options_usage(out);
+            *done = true;
+            return 0;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(err, "weir serve: unexpected argument '%s' (see weir serve --help)\n", a);
+            return 2;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        const option *opt = find(name, eq ? (size_t)(eq - name) : strlen(name));
+        if (!opt) {
+            fprintf(err, "weir serve: unknown option '%s' (see weir serve --help)\n", a);
+            return 2;
+        }
+        const char *v = eq ? eq + 1 : NULL;
+        if (!v) {
+            if (i + 1 >= argc) {
+                fprintf(err, "weir serve: --%s needs a value (%s)\n", opt->flag, opt->metavar);
+                return 2;
+            }
+            v = argv[++i];
+        }
+        if (opt->kind == K_CHECK && !cleared_check) {
+            o->n_check_headers = 0; /* flags replace the environment's list */
+            cleared_check = true;
+        }
+        if (!set(o, opt, v, false)) {
+            fprintf(err, "weir serve: --%s '%s': not a valid %s\n", opt->flag, v, opt->metavar);
+            return 2;
+        }
+    }
+    if (o->max_descriptors == 0 || o->max_descriptors > WEIR_ENGINE_MAX_DESCRIPTORS) {
+        fprintf(err, "weir serve: --max-descriptors must be 1..%u\n", WEIR_ENGINE_MAX_DESCRIPTORS);
+        return 2;
+    }
+    if (o->max_batch == 0 || o->max_header_bytes < 256 || o->max_body_bytes == 0) {
+        fprintf(err, "weir serve: --max-batch, --max-header-bytes (>= 256) and "
+                     "--max-body-bytes must be positive\n");
+        return 2;
+    }
+    if (strcmp(o->store, "memory") != 0) {
+        fprintf(err, "weir serve: --store '%s': only 'memory' is available\n", o->store);
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * options.h - `weir serve`'s settings: every flag has a WEIR_* environment
+ * variable; flags win over the environment, the environment over defaults.
+ */
+#ifndef WEIR_DAEMON_OPTIONS_H
+#define WEIR_DAEMON_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "api/api.h"
+#include "weir/weir.h"
+
+/** Most --check-header mappings. */
+#define SERVE_MAX_CHECK_HEADERS 16u
+/** Longest HOST:PORT or path setting. */
+#define SERVE_ADDR_BYTES 256u
+
+typedef struct serve_options {
+    char rules[4096];
+    char http[SERVE_ADDR_BYTES]; /* "" disables the listener */
+    char grpc[SERVE_ADDR_BYTES];
+    char resp[SERVE_ADDR_BYTES];
+    unsigned threads; /* 0 = one per core */
+    char store[SERVE_ADDR_BYTES];
+    uint64_t max_memory;
+    weir_log_level log_level;
+    bool log_json;
+    int64_t retry_jitter_s;
+    weir_algorithm default_algorithm;
+    bool merge_domains;
+    bool watch;
+    uint64_t max_connections;
+    uint64_t max_header_bytes;
+    uint64_t max_body_bytes;
+    uint64_t max_descriptors;
+    uint64_t max_batch;
+    int64_t idle_timeout_ms;
+    int64_t request_timeout_ms;
+    int64_t drain_delay_ms;
+    int64_t shutdown_timeout_ms;
+    weir_api_header_opts headers;
+    /* --check-header HEADER=KEY, backed by check_header_text. */
+    weir_api_header_entry check_headers[SERVE_MAX_CHECK_HEADERS];
+    size_t n_check_headers;
+    char check_header_text[SERVE_MAX_CHECK_HEADERS][128];
+} serve_options;
+
+/**
+ * serve_options_parse() - fill @o from the defaults, then the environment
+ * @envp-style lookup getenv(), then @argv (argv[0] is "serve").
+ * Returns 0 to go on, or an exit code: 0 after --help was printed to
+ * @out (then *done is set), 2 after an error was printed to @err.
+ */
+int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done);
+
+/** Write --help. */
+void serve_options_usage(FILE *f);
+
+#endif /* WEIR_DAEMON_OPTIONS_H */

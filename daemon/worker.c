@@ -1,0 +1,153 @@
+/*
+ * worker.c - one worker thread: its own libuv loop, its own listening
+ * socket (the kernel spreads connections over the workers' sockets with
+ * SO_REUSEPORT), its engine reader and its scratch buffers. Nothing here
+ * is shared between workers except the server's engine, store, metrics
+ * and flags.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "http.h"
+#include "log.h"
+
+/* Store entries examined per tick by the sweeping worker. */
+#define SWEEP_PER_TICK 65536u
+
+static void set_date(worker *w)
+{
+    static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                         "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(w->date, sizeof(w->date), "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
+             days[tm.tm_wday % 7], tm.tm_mday, months[tm.tm_mon % 12], tm.tm_year + 1900,
+             tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+static void on_connection(uv_stream_t *s, int status)
+{
+    worker *w = s->data;
+    if (status < 0) {
+        dlog(WEIR_LOG_WARN, "accept_failed", "error", uv_strerror(status), NULL);
+        return;
+    }
+    http_conn_accept(w);
+}
+
+static void close_listener(worker *w)
+{
+    if (w->http_open) {
+        w->http_open = false;
+        uv_close((uv_handle_t *)&w->http, NULL);
+    }
+}
+
+/* Looks at the server's flags: closing shuts the listener and lets idle
+ * connections go; stopping closes every connection. Once closing and no
+ * connection is left, the loop's own handles close and uv_run returns. */
+static void apply_state(worker *w)
+{
+    server *s = w->srv;
+    if (w->stopping)
+        return;
+    if (atomic_load(&s->closing)) {
+        close_listener(w);
+        bool stop = atomic_load(&s->stopping);
+        for (http_conn *c = w->conns, *next; c; c = next) {
+            next = http_conn_next(c);
+            if (stop)
+                http_conn_close(c);
+            else
+                http_conn_drain(c);
+        }
+        if (!w->conns) {
+            w->stopping = true;
+            uv_close((uv_handle_t *)&w->tick, NULL);
+            uv_close((uv_handle_t *)&w->wake, NULL);
+        }
+    }
+}
+
+static void on_wake(uv_async_t *a)
+{
+    apply_state(a->data);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    worker *w = t->data;
+    set_date(w);
+    if (w->id == 0)
+        weir_memstore_sweep(w->srv->store, server_now_us(w->srv), SWEEP_PER_TICK);
+    apply_state(w);
+}
+
+void worker_wake(worker *w)
+{
+    uv_async_send(&w->wake);
+}
+
+static void *run(void *arg)
+{
+    worker *w = arg;
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    close_listener(w);
+    uv_run(&w->loop, UV_RUN_DEFAULT); /* let close callbacks run */
+    atomic_fetch_add(&w->srv->workers_done, 1);
+    return NULL;
+}
+
+int worker_start(worker *w)
+{
+    server *s = w->srv;
+    int rc = uv_loop_init(&w->loop);
+    if (rc < 0)
+        return rc;
+    w->loop.data = w; /* marks the worker as started, for worker_cleanup() */
+    w->rng = (uint64_t)uv_hrtime() ^ ((uint64_t)(w->id + 1) * 0x9e3779b97f4a7c15u);
+    if (!w->rng)
+        w->rng = 1;
+    weir_buf_init(&w->body, SIZE_MAX);
+    weir_buf_init(&w->headers, 1u << 20);
+    w->rbuf_cap = 64 * 1024;
+    w->rbuf = malloc(w->rbuf_cap);
+    weir_api_limits lim = {(size_t)s->opt.max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
+                           (size_t)s->opt.max_batch};
+    w->decoder = weir_api_decoder_new(&lim);
+    if (!w->rbuf || !w->decoder || weir_engine_reader_new(s->engine, &w->reader) != WEIR_OK)
+        return UV_ENOMEM;
+    w->metrics = metrics_shard_at(s->metrics, w->id);
+    set_date(w);
+    uv_async_init(&w->loop, &w->wake, on_wake);
+    w->wake.data = w;
+    uv_timer_init(&w->loop, &w->tick);
+    w->tick.data = w;
+    uv_timer_start(&w->tick, on_tick, 1000, 1000);
+    if (s->http_fds) {
+        uv_tcp_init(&w->loop, &w->http);
+        w->http.data = w;
+        w->http_open = true;
+        if ((rc = uv_tcp_open(&w->http, s->http_fds[w->id])) < 0 ||
+            (rc = uv_listen((uv_stream_t *)&w->http, 1024, on_connection)) < 0)
+            return rc;
+    }
+    if (pthread_create(&w->thread, NULL, run, w) != 0)
+        return UV_EAGAIN;
+    return 0;
+}
+
+void worker_cleanup(worker *w)
+{
+    if (w->loop.data != w) /* never started */
+        return;
+    uv_loop_close(&w->loop);
+    weir_engine_reader_free(w->reader);
+    weir_api_decoder_free(w->decoder);
+    weir_buf_free(&w->body);
+    weir_buf_free(&w->headers);
+    free(w->rbuf);
+}

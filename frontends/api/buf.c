@@ -1,0 +1,189 @@
+/*
+ * buf.c - the growable response buffer.
+ */
+#include "buf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void weir_buf_init(weir_buf *b, size_t max)
+{
+    memset(b, 0, sizeof(*b));
+    b->max = max;
+}
+
+void weir_buf_free(weir_buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+void weir_buf_clear(weir_buf *b)
+{
+    b->len = 0;
+    b->failed = false;
+}
+
+bool weir_buf_ok(const weir_buf *b)
+{
+    return !b->failed;
+}
+
+bool weir_buf_reserve(weir_buf *b, size_t n)
+{
+    if (b->failed)
+        return false;
+    if (n <= b->cap - b->len)
+        return true;
+    if (n > b->max - b->len) {
+        b->failed = true;
+        return false;
+    }
+    /* the capacity never exceeds max, so len <= max always holds */
+    size_t want = b->cap ? b->cap : (b->max < 256 ? b->max : 256);
+    while (want - b->len < n)
+        want = want > b->max / 2 ? b->max : want * 2;
+    char *p = realloc(b->p, want);
+    if (!p) {
+        b->failed = true;
+        return false;
+    }
+    b->p = p;
+    b->cap = want;
+    return true;
+}
+
+void weir_buf_put(weir_buf *b, const void *p, size_t n)
+{
+    if (!n || !weir_buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+void weir_buf_puts(weir_buf *b, const char *s)
+{
+    weir_buf_put(b, s, strlen(s));
+}
+
+void weir_buf_putc(weir_buf *b, char c)
+{
+    if (weir_buf_reserve(b, 1))
+        b->p[b->len++] = c;
+}
+
+void weir_buf_put_u64(weir_buf *b, uint64_t v)
+{
+    char tmp[20];
+    size_t i = sizeof(tmp);
+    do {
+        tmp[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    weir_buf_put(b, tmp + i, sizeof(tmp) - i);
+}
+
+void weir_buf_put_i64(weir_buf *b, int64_t v)
+{
+    if (v < 0) {
+        weir_buf_putc(b, '-');
+        weir_buf_put_u64(b, (uint64_t)0 - (uint64_t)v);
+    } else {
+        weir_buf_put_u64(b, (uint64_t)v);
+    }
+}
+
+void weir_buf_printf(weir_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || !weir_buf_reserve(b, (size_t)n + 1))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf) {
+        len = 2;
+        cp = c & 0x1fu;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        cp = c & 0x0fu;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        cp = c & 0x07u;
+    } else {
+        return 0;
+    }
+    if (len > n)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (s[i] & 0x3fu);
+    }
+    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return len;
+}
+
+/* Hand-written rather than through the JSON library: responses are
+ * written straight into the connection's buffer without building a tree,
+ * which is most of the cost of a small answer. */
+void weir_buf_put_json_str(weir_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+    while (i < n) {
+        unsigned char c = u[i];
+        size_t len = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(u + i, n - i) : 0;
+        if (len) {
+            i += len;
+            continue;
+        }
+        weir_buf_put(b, s + run, i - run);
+        switch (c) {
+        case '"':
+            weir_buf_puts(b, "\\\"");
+            break;
+        case '\\':
+            weir_buf_puts(b, "\\\\");
+            break;
+        case '\n':
+            weir_buf_puts(b, "\\n");
+            break;
+        case '\r':
+            weir_buf_puts(b, "\\r");
+            break;
+        case '\t':
+            weir_buf_puts(b, "\\t");
+            break;
+        default:
+            if (c < 0x20) {
+                char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                weir_buf_put(b, esc, sizeof(esc));
+            } else {
+                weir_buf_puts(b, "\xef\xbf\xbd"); /* U+FFFD for a bad byte */
+            }
+        }
+        i++;
+        run = i;
+    }
+    weir_buf_put(b, s + run, n - run);
+}

@@ -1,0 +1,48 @@
+/*
+ * rules_text.c - one line per limit of a rule set.
+ */
+#include "rules_text.h"
+
+static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
+{
+    uint32_t f = weir_rule_flags(r);
+    weir_buf_printf(b, "%s.%s:", l->domain, l->path);
+    if (l->unlimited) {
+        weir_buf_puts(b, " unlimited");
+    } else {
+        weir_buf_printf(b, " requests_per_unit=%u", l->requests_per_unit);
+        if (l->unit != WEIR_UNIT_NONE)
+            weir_buf_printf(b, " unit=%s", weir_rule_unit_name(l->unit));
+        weir_buf_printf(b, " window_us=%lld algorithm=%s burst=%llu", (long long)l->window_us,
+                        weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
+        if (l->failure_mode == WEIR_FAILURE_DENY)
+            weir_buf_puts(b, " failure_mode=deny");
+        if (l->count_rejected)
+            weir_buf_puts(b, " count_rejected=true");
+    }
+    if (l->name)
+        weir_buf_printf(b, " name=%s", l->name);
+    for (size_t i = 0; i < l->n_replaces; i++)
+        weir_buf_printf(b, " replaces=%s", l->replaces[i]);
+    weir_buf_printf(b, " shadow_mode=%s", (f & WEIR_RULE_SHADOW_MODE) ? "true" : "false");
+    if (f & WEIR_RULE_QUOTA_MODE)
+        weir_buf_puts(b, " quota_mode=true");
+    weir_buf_putc(b, '\n');
+}
+
+static void put_rule(weir_buf *b, const weir_rule *r)
+{
+    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
+        put_limit(b, r, weir_rule_limit_at(r, i));
+    for (size_t i = 0; i < weir_rule_child_count(r); i++)
+        put_rule(b, weir_rule_child(r, i));
+}
+
+void weir_api_render_rules(weir_buf *out, const weir_rules *rules)
+{
+    for (size_t i = 0; i < weir_rules_domain_count(rules); i++) {
+        const weir_rules_domain *d = weir_rules_domain_at(rules, i);
+        for (size_t j = 0; j < weir_rules_domain_rule_count(d); j++)
+            put_rule(out, weir_rules_domain_rule(d, j));
+    }
+}

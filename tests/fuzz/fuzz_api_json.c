@@ -1,0 +1,223 @@
+/*
+ * fuzz_api_json.c - fuzzes the API's decoders (/v1/check, batch, proto3
+ * JSON, query strings) and, for what decodes, every renderer: any bytes
+ * must decode or fail cleanly, never crash, leak or hang.
+ *
+ * The first byte picks the decoder (or all of them); the rest is the
+ * body. A decoded request must keep within the caps; a failure must carry
+ * a status and a message. Each decoded request then gets a synthetic
+ * decision (codes, counters and limit names derived from its bytes) that
+ * is rendered by every renderer: JSON output must parse back, header
+ * output must be well-formed lines. A broken invariant aborts.
+ */
+#include <jansson.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const weir_api_limits caps = {16, 16, 8};
+
+static void check(int ok)
+{
+    if (!ok)
+        abort();
+}
+
+static weir_api_decoder *decoder;
+static weir_buf out;
+
+static void cleanup(void)
+{
+    weir_api_decoder_free(decoder);
+    weir_buf_free(&out);
+}
+
+/* A request header lookup over the fuzz input: X-Real-IP is its first
+ * bytes, X-Absent is never there. */
+typedef struct headers {
+    const char *p;
+    size_t n;
+} headers;
+
+static const char *get_header(void *arg, const char *name, size_t *len)
+{
+    const headers *h = arg;
+    if (strcmp(name, "X-Real-IP") != 0)
+        return NULL;
+    *len = h->n < 8 ? h->n : 8;
+    return h->p;
+}
+
+/* Valid JSON (integers past int64 included, hence as reals). */
+static void check_json(const weir_buf *b)
+{
+    check(weir_buf_ok(b));
+    json_error_t je;
+    json_t *v = json_loadb(b->p, b->len, JSON_DECODE_INT_AS_REAL, &je);
+    check(v != NULL && json_is_object(v));
+    json_decref(v);
+}
+
+/* Every line "Name: value\r\n", printable ASCII only. */
+static void check_headers(const weir_buf *b)
+{
+    check(weir_buf_ok(b));
+    size_t i = 0;
+    while (i < b->len) {
+        size_t start = i;
+        while (i < b->len && b->p[i] != '\r') {
+            unsigned char c = (unsigned char)b->p[i];
+            check(c >= 0x20 && c < 0x7f);
+            i++;
+        }
+        check(i + 1 < b->len && b->p[i + 1] == '\n' && i > start);
+        check(memchr(b->p + start, ':', i - start) != NULL);
+        i += 2;
+    }
+}
+
+static uint64_t mix(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 1099511628211u;
+    return h;
+}
+
+/* Renders a decision shaped like @r through every renderer. */
+static void render(const weir_request *r)
+{
+    static weir_descriptor_status st[WEIR_ENGINE_MAX_DESCRIPTORS];
+    static weir_rule_limit limits[3];
+    static char name[40];
+    size_t nn = r->domain_len < sizeof(name) - 1 ? r->domain_len : sizeof(name) - 1;
+    memcpy(name, r->domain, nn);
+    name[nn] = '\0';
+    limits[0] = (weir_rule_limit){.name = name,
+                                  .requests_per_unit = 10,
+                                  .unit = WEIR_UNIT_MINUTE,
+                                  .window_us = 60000000,
+                                  .algorithm = WEIR_ALGO_TOKEN_BUCKET,
+                                  .domain = name,
+                                  .path = "k"};
+    limits[1] = (weir_rule_limit){
+        .window_us = 1, .algorithm = (weir_algorithm)99, .domain = name, .path = name};
+    limits[2] = (weir_rule_limit){.name = "", .algorithm = WEIR_ALGO_GCRA};
+    check(r->n_descriptors <= WEIR_ENGINE_MAX_DESCRIPTORS);
+    weir_code overall = WEIR_CODE_OK;
+    uint64_t h = mix(1469598103934665603u, r->domain, r->domain_len) ^ r->hits;
+    for (size_t i = 0; i < r->n_descriptors; i++) {
+        const weir_descriptor *d = &r->descriptors[i];
+        for (size_t j = 0; j < d->n_entries; j++) {
+            h = mix(h, d->entries[j].key, d->entries[j].key_len);
+            h = mix(h, d->entries[j].value, d->entries[j].value_len);
+        }
+        h = h * 6364136223846793005u + d->hits + 1;
+        weir_descriptor_status *s = &st[i];
+        memset(s, 0, sizeof(*s));
+        s->code = (h >> 3) & 1 ? WEIR_CODE_OVER_LIMIT : WEIR_CODE_OK;
+        unsigned kind = (unsigned)(h >> 8) % 5;
+        if (kind == 3) {
+            s->unlimited = true;
+            s->remaining = WEIR_ENGINE_UNLIMITED_REMAINING;
+            s->code = WEIR_CODE_OK;
+        } else if (kind < 3) {
+            s->limit = &limits[kind];
+            s->requests_per_unit = d->limit ? d->limit->requests_per_unit : (uint32_t)(h >> 16);
+            s->unit = d->limit ? d->limit->unit : (weir_rule_unit)((h >> 24) % 9);
+            s->window_us = (int64_t)(h >> 20) - 5;
+            s->remaining = d->has_hits ? d->hits : h >> 30;
+            s->reset_after_us = (int64_t)(h >> 2) * ((h & 1) ? -1 : 1);
+            s->retry_after_us = (h >> 40) % 7 == 0 ? WEIR_NEVER : (int64_t)(h >> 12);
+            s->delay_us = (int64_t)(h >> 50) - 100;
+            s->shadow = (h >> 45) & 1;
+            s->would_deny = (h >> 46) & 1;
+            s->failure_mode = (h >> 47) & 1;
+        }
+        if (s->code == WEIR_CODE_OVER_LIMIT && !s->shadow)
+            overall = WEIR_CODE_OVER_LIMIT;
+    }
+    weir_api_decision dec = {overall, st, r->n_descriptors};
+
+    weir_buf_clear(&out);
+    weir_api_render_decision(&out, &dec);
+    check_json(&out);
+    weir_buf_clear(&out);
+    weir_api_render_envoy_json(&out, &dec);
+    check_json(&out);
+    int64_t retry = weir_api_retry_after_s(&dec);
+    check(overall == WEIR_CODE_OK ? retry == 0 : retry == -1 || retry >= 1);
+    weir_buf_clear(&out);
+    weir_api_render_problem(&out, &dec, retry);
+    check_json(&out);
+    weir_api_header_opts opts = {true, true, true};
+    weir_buf_clear(&out);
+    weir_api_render_headers(&out, &dec, &opts, (int64_t)(h >> 1), (int64_t)(h % 300));
+    check_headers(&out);
+    check((out.len == 0) == (weir_api_most_restrictive(&dec) == NULL));
+}
+
+/* Checks what a decode left: requests within the caps on success, a
+ * status and message on failure. */
+static void after(bool ok, const weir_api_error *err)
+{
+    if (!ok) {
+        check(err->status == 400 || err->status == 413 || err->status == 500);
+        check(err->message[0] != '\0');
+        check(memchr(err->message, '\0', sizeof(err->message)) != NULL);
+        check(weir_api_count(decoder) == 0);
+        weir_buf_clear(&out);
+        weir_api_render_error(&out, err->status, err->message);
+        check_json(&out);
+        return;
+    }
+    size_t n = weir_api_count(decoder);
+    check(n <= caps.max_batch);
+    check(weir_api_request(decoder, n) == NULL);
+    for (size_t i = 0; i < n; i++) {
+        const weir_request *r = weir_api_request(decoder, i);
+        check(r != NULL && r->domain != NULL);
+        check(r->n_descriptors <= caps.max_descriptors);
+        for (size_t j = 0; j < r->n_descriptors; j++) {
+            const weir_descriptor *d = &r->descriptors[j];
+            check(d->n_entries <= caps.max_entries);
+            check(d->has_hits || d->hits == 0);
+            check(!d->limit || d->limit->unit <= WEIR_UNIT_WEEK);
+        }
+        render(r);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (!decoder) {
+        decoder = weir_api_decoder_new(&caps);
+        check(decoder != NULL);
+        weir_buf_init(&out, 1 << 22);
+        atexit(cleanup);
+    }
+    if (size == 0)
+        return 0;
+    unsigned mode = data[0] % 5;
+    const char *body = (const char *)data + 1;
+    size_t len = size - 1;
+    weir_api_error err;
+    if (mode == 0 || mode == 4)
+        after(weir_api_decode_check(decoder, body, len, &err), &err);
+    if (mode == 1 || mode == 4)
+        after(weir_api_decode_batch(decoder, body, len, &err), &err);
+    if (mode == 2 || mode == 4)
+        after(weir_api_decode_envoy_json(decoder, body, len, &err), &err);
+    if (mode == 3 || mode == 4) {
+        static const weir_api_header_entry hdrs[] = {
+            {"X-Real-IP", "remote_address"},
+            {"X-Absent", "absent"},
+        };
+        headers h = {body, len};
+        after(weir_api_decode_query(decoder, body, len, hdrs, 2, get_header, &h, &err), &err);
+    }
+    return 0;
+}

@@ -216,7 +216,7 @@ static bool add_check_header(serve_options *o, const char *s, size_t n)
 /* Sets one option from text; false when the text is not a valid value. */
 static bool set(serve_options *o, const option *opt, const char *v, bool from_env)
 {
-    char *field = (char *)o + opt->offset;
+    void *field = (char *)o + opt->offset; /* offsetof keeps it aligned */
     uint64_t n;
     const char *rest;
     switch (opt->kind) {

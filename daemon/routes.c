@@ -87,18 +87,28 @@ static void respond_problem(http_conn *c, int status, const char *detail)
 
 /* ------------------------------------------------------------ deciding */
 
+/* What answers a decision. It runs inside the engine's callback: the
+ * statuses point into the rules in force for the decision, which a reload
+ * may free as soon as the callback returns. */
+typedef void (*answer_fn)(http_conn *c, const weir_request *req, const weir_api_decision *dec,
+                          int64_t now_us);
+
 typedef struct decided {
     bool done;
-    weir_code overall;
+    http_conn *c;
+    const weir_request *req;
+    int64_t now_us;
+    answer_fn answer;
 } decided;
 
 static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
 {
-    (void)st;
-    (void)n;
     decided *d = arg;
+    worker *w = http_worker(d->c);
     d->done = true;
-    d->overall = overall;
+    metrics_decision(w->metrics, d->req, st, n);
+    weir_api_decision dec = {overall, st, n};
+    d->answer(d->c, d->req, &dec, d->now_us);
 }
 
 /* Why the engine refuses @req, in upstream's words where upstream has
@@ -124,13 +134,13 @@ static const char *refusal(const weir_request *req, char *buf, size_t cap)
 }
 
 /*
- * Decides @req into w->statuses. Returns 0 with *overall set, or the HTTP
- * status of a refusal with @msg filled. Decisions complete inline with the
- * memory store; a store that completes later needs a per-connection
- * decoder and status array, and is refused here until then.
+ * Decides @req into w->statuses and has @answer answer it. Returns 0, or
+ * the HTTP status of a refusal with @msg filled (nothing answered then).
+ * Decisions complete inline with the memory store; a store that completes
+ * later needs a per-connection decoder and status array, and is refused
+ * here until then.
  */
-static int decide(http_conn *c, const weir_request *req, int64_t now_us, weir_code *overall,
-                  char *msg, size_t cap)
+static int decide(http_conn *c, const weir_request *req, answer_fn answer, char *msg, size_t cap)
 {
     worker *w = http_worker(c);
     const char *why = refusal(req, msg, cap);
@@ -139,8 +149,8 @@ static int decide(http_conn *c, const weir_request *req, int64_t now_us, weir_co
             snprintf(msg, cap, "%s", why);
         return 400;
     }
-    decided d = {false, WEIR_CODE_OK};
-    weir_status st = weir_engine_decide(w->reader, req, now_us, w->statuses, on_decided, &d);
+    decided d = {false, c, req, server_now_us(w->srv), answer};
+    weir_status st = weir_engine_decide(w->reader, req, d.now_us, w->statuses, on_decided, &d);
     if (st == WEIR_EINVAL || st == WEIR_ERANGE) {
         snprintf(msg, cap, "invalid request: %s", weir_strerror(st));
         return 400;
@@ -149,9 +159,17 @@ static int decide(http_conn *c, const weir_request *req, int64_t now_us, weir_co
         snprintf(msg, cap, "cannot decide: %s", weir_strerror(st));
         return 500;
     }
-    metrics_decision(w->metrics, req, w->statuses, req->n_descriptors);
-    *overall = d.overall;
     return 0;
+}
+
+/* Decides the decoder's one request, answering a refusal itself. */
+static void decide_decoded(http_conn *c, answer_fn answer)
+{
+    worker *w = http_worker(c);
+    char msg[192];
+    int status = decide(c, weir_api_request(w->decoder, 0), answer, msg, sizeof(msg));
+    if (status)
+        respond_problem(c, status, msg);
 }
 
 static int64_t jitter(worker *w)
@@ -179,48 +197,41 @@ static void unknown_domain_text(const weir_request *req, char *msg, size_t cap)
              (int)(req->domain_len > 120 ? 120 : req->domain_len), req->domain);
 }
 
-/*
- * Decides the decoder's one request and renders its rate limit headers
- * into w->headers. Answers a refusal itself (and, with @strict, an unknown
- * domain: weir's own API says 404 where upstream's /json answers OK) and
- * returns false; otherwise fills *@dec.
- */
-static bool decide_decoded(http_conn *c, bool strict, weir_api_decision *dec)
+/* weir's own API answers an unknown domain with 404 (upstream's /json
+ * answers OK); true when it did. */
+static bool refuse_unknown_domain(http_conn *c, const weir_request *req,
+                                  const weir_api_decision *dec)
+{
+    if (!dec->n || !dec->statuses[0].domain_not_found)
+        return false;
+    char msg[192];
+    unknown_domain_text(req, msg, sizeof(msg));
+    respond_problem(c, 404, msg);
+    return true;
+}
+
+static void answer_check(http_conn *c, const weir_request *req, const weir_api_decision *dec,
+                         int64_t now_us)
 {
     worker *w = http_worker(c);
-    const weir_request *r = weir_api_request(w->decoder, 0);
-    int64_t now = server_now_us(w->srv);
-    weir_code overall;
-    char msg[192];
-    int status = decide(c, r, now, &overall, msg, sizeof(msg));
-    if (!status && strict && w->statuses[0].domain_not_found) {
-        status = 404;
-        unknown_domain_text(r, msg, sizeof(msg));
-    }
-    if (status) {
-        respond_problem(c, status, msg);
-        return false;
-    }
-    *dec = (weir_api_decision){overall, w->statuses, r->n_descriptors};
-    render_headers(w, dec, now);
-    return true;
+    if (refuse_unknown_domain(c, req, dec))
+        return;
+    render_headers(w, dec, now_us);
+    weir_buf_clear(&w->body);
+    weir_api_render_decision(&w->body, dec);
+    http_respond(c, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json", &w->headers,
+                 w->body.p, w->body.len);
 }
 
 static void check_post(http_conn *c, const weir_http1_request *req)
 {
     worker *w = http_worker(c);
     weir_api_error err;
-    weir_api_decision dec;
     if (!weir_api_decode_check(w->decoder, req->body.p, req->body.n, &err)) {
         respond_problem(c, err.status, err.message);
         return;
     }
-    if (!decide_decoded(c, true, &dec))
-        return;
-    weir_buf_clear(&w->body);
-    weir_api_render_decision(&w->body, &dec);
-    http_respond(c, dec.overall == WEIR_CODE_OK ? 200 : 429, "application/json", &w->headers,
-                 w->body.p, w->body.len);
+    decide_decoded(c, answer_check);
 }
 
 static const char *find_header(void *arg, const char *name, size_t *len)
@@ -230,43 +241,73 @@ static const char *find_header(void *arg, const char *name, size_t *len)
     return v.p;
 }
 
+static void answer_check_get(http_conn *c, const weir_request *req, const weir_api_decision *dec,
+                             int64_t now_us)
+{
+    worker *w = http_worker(c);
+    if (refuse_unknown_domain(c, req, dec))
+        return;
+    render_headers(w, dec, now_us);
+    if (dec->overall == WEIR_CODE_OK) {
+        http_respond(c, 200, NULL, &w->headers, "", 0);
+        return;
+    }
+    weir_buf_clear(&w->body);
+    weir_api_render_problem(&w->body, dec, weir_api_retry_after_s(dec));
+    http_respond(c, 429, "application/problem+json", &w->headers, w->body.p, w->body.len);
+}
+
 static void check_get(http_conn *c, const weir_http1_request *req)
 {
     worker *w = http_worker(c);
     const serve_options *o = &w->srv->opt;
     weir_api_error err;
-    weir_api_decision dec;
     if (!weir_api_decode_query(w->decoder, req->query.p, req->query.n, o->check_headers,
                                o->n_check_headers, find_header, (void *)req, &err)) {
         respond_problem(c, err.status, err.message);
         return;
     }
-    if (!decide_decoded(c, true, &dec))
-        return;
-    if (dec.overall == WEIR_CODE_OK) {
-        http_respond(c, 200, NULL, &w->headers, "", 0);
-        return;
-    }
+    decide_decoded(c, answer_check_get);
+}
+
+static void answer_envoy_json(http_conn *c, const weir_request *req, const weir_api_decision *dec,
+                              int64_t now_us)
+{
+    (void)req;
+    worker *w = http_worker(c);
+    render_headers(w, dec, now_us);
     weir_buf_clear(&w->body);
-    weir_api_render_problem(&w->body, &dec, weir_api_retry_after_s(&dec));
-    http_respond(c, 429, "application/problem+json", &w->headers, w->body.p, w->body.len);
+    weir_api_render_envoy_json(&w->body, dec);
+    http_respond(c, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json", &w->headers,
+                 w->body.p, w->body.len);
 }
 
 static void envoy_json_post(http_conn *c, const weir_http1_request *req)
 {
     worker *w = http_worker(c);
     weir_api_error err;
-    weir_api_decision dec;
     if (!weir_api_decode_envoy_json(w->decoder, req->body.p, req->body.n, &err)) {
         respond_problem(c, err.status, err.message);
         return;
     }
-    if (!decide_decoded(c, false, &dec))
+    decide_decoded(c, answer_envoy_json);
+}
+
+/* Appends one batch element: the decision, or its own error. */
+static void answer_batch_item(http_conn *c, const weir_request *req, const weir_api_decision *dec,
+                              int64_t now_us)
+{
+    (void)now_us;
+    worker *w = http_worker(c);
+    if (dec->n && dec->statuses[0].domain_not_found) {
+        char msg[192];
+        unknown_domain_text(req, msg, sizeof(msg));
+        weir_buf_puts(&w->body, "{\"error\":{\"status\":404,\"detail\":\"");
+        weir_buf_put_json_str(&w->body, msg, strlen(msg));
+        weir_buf_puts(&w->body, "\"}}");
         return;
-    weir_buf_clear(&w->body);
-    weir_api_render_envoy_json(&w->body, &dec);
-    http_respond(c, dec.overall == WEIR_CODE_OK ? 200 : 429, "application/json", &w->headers,
-                 w->body.p, w->body.len);
+    }
+    weir_api_render_decision(&w->body, dec);
 }
 
 static void batch_post(http_conn *c, const weir_http1_request *req)
@@ -277,28 +318,19 @@ static void batch_post(http_conn *c, const weir_http1_request *req)
         respond_problem(c, err.status, err.message);
         return;
     }
-    int64_t now = server_now_us(w->srv);
     weir_buf_clear(&w->body);
     weir_buf_puts(&w->body, "{\"decisions\":[");
     for (size_t i = 0; i < weir_api_count(w->decoder); i++) {
-        const weir_request *r = weir_api_request(w->decoder, i);
         if (i)
             weir_buf_putc(&w->body, ',');
-        weir_code overall;
         char msg[192];
-        int status = decide(c, r, now, &overall, msg, sizeof(msg));
-        if (!status && w->statuses[0].domain_not_found) {
-            status = 404;
-            unknown_domain_text(r, msg, sizeof(msg));
-        }
+        int status =
+            decide(c, weir_api_request(w->decoder, i), answer_batch_item, msg, sizeof(msg));
         if (status) {
             weir_buf_printf(&w->body, "{\"error\":{\"status\":%d,\"detail\":\"", status);
             weir_buf_put_json_str(&w->body, msg, strlen(msg));
             weir_buf_puts(&w->body, "\"}}");
-            continue;
         }
-        weir_api_decision dec = {overall, w->statuses, r->n_descriptors};
-        weir_api_render_decision(&w->body, &dec);
     }
     weir_buf_puts(&w->body, "]}");
     http_respond(c, 200, "application/json", NULL, w->body.p, w->body.len);

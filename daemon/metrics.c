@@ -202,39 +202,42 @@ static uint64_t hits_of(const weir_request *req, size_t i)
     return req->hits ? req->hits : 1;
 }
 
+/* Counts one limit's outcome under its (domain, rule) series. */
+static void count_outcome(metrics_shard *s, const weir_limit_outcome *o, uint64_t hits)
+{
+    const weir_rule_limit *l = o->limit;
+    if (!l || !l->domain || !l->path)
+        return;
+    rule_series *e = series(s, l->domain, l->name ? l->name : l->path, l->path);
+    if (!e)
+        return;
+    int res = o->failure_mode          ? RES_FAILURE
+              : o->shadow && o->denied ? RES_SHADOW
+              : o->denied              ? RES_DENIED
+                                       : RES_ALLOWED;
+    e->results[res]++;
+    e->upstream[UP_TOTAL] += hits;
+    if (o->denied) {
+        e->upstream[UP_OVER] += hits;
+        if (o->shadow)
+            e->upstream[UP_SHADOW] += hits;
+    } else {
+        e->upstream[UP_WITHIN] += hits;
+        /* near: more than 80% of the limit used after this request */
+        uint64_t lim = o->requests_per_unit;
+        uint64_t used = o->remaining < lim ? lim - o->remaining : 0;
+        if (lim && used * 5 > lim * 4)
+            e->upstream[UP_NEAR] += hits;
+    }
+}
+
 void metrics_decision(metrics_shard *s, const weir_request *req,
                       const weir_descriptor_status *statuses, size_t n)
 {
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < n; i++) {
-        const weir_descriptor_status *st = &statuses[i];
-        const weir_rule_limit *l = st->limit;
-        if (!l || !l->domain || !l->path)
-            continue;
-        rule_series *e = series(s, l->domain, l->name ? l->name : l->path, l->path);
-        if (!e)
-            continue;
-        int res = st->failure_mode                   ? RES_FAILURE
-                  : st->shadow && st->would_deny     ? RES_SHADOW
-                  : st->code == WEIR_CODE_OVER_LIMIT ? RES_DENIED
-                                                     : RES_ALLOWED;
-        e->results[res]++;
-        uint64_t hits = hits_of(req, i);
-        e->upstream[UP_TOTAL] += hits;
-        bool over = st->code == WEIR_CODE_OVER_LIMIT || (st->shadow && st->would_deny);
-        if (over) {
-            e->upstream[UP_OVER] += hits;
-            if (st->shadow)
-                e->upstream[UP_SHADOW] += hits;
-        } else {
-            e->upstream[UP_WITHIN] += hits;
-            /* near: more than 80% of the limit used after this request */
-            uint64_t lim = st->requests_per_unit;
-            uint64_t used = st->remaining < lim ? lim - st->remaining : 0;
-            if (lim && used * 5 > lim * 4)
-                e->upstream[UP_NEAR] += hits;
-        }
-    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < statuses[i].n_outcomes; k++)
+            count_outcome(s, &statuses[i].outcomes[k], hits_of(req, i));
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -27,8 +27,9 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
 void metrics_free(metrics *m);
 metrics_shard *metrics_shard_at(metrics *m, unsigned i);
 
-/** Count one decided request: every status that carried a limit, by
- *  domain, rule and result, plus upstream's hit counters. */
+/** Count one decided request: every limit each descriptor tested (the
+ *  statuses' outcomes), by domain, rule and result, plus upstream's hit
+ *  counters. */
 void metrics_decision(metrics_shard *s, const weir_request *req,
                       const weir_descriptor_status *statuses, size_t n);
 /** One request's handling time on @proto, and (HTTP) its route and status. */

@@ -107,33 +107,49 @@ static void put_sf_name(weir_buf *b, const weir_rule_limit *l)
     weir_buf_putc(b, '"');
 }
 
+/* One policy item; false when @l was listed already (@seen, *@n). */
+static bool put_policy(weir_buf *b, const weir_rule_limit *l, uint64_t quota, int64_t window_us,
+                       const weir_rule_limit **seen, size_t *n)
+{
+    for (size_t j = 0; j < *n; j++)
+        if (seen[j] == l)
+            return false;
+    if (*n < WEIR_ENGINE_MAX_LIMITS)
+        seen[(*n)++] = l;
+    if (*n > 1)
+        weir_buf_puts(b, ", ");
+    uint64_t window = ceil_div(window_us, US_PER_S);
+    put_sf_name(b, l);
+    weir_buf_puts(b, ";q=");
+    weir_buf_put_u64(b, sf_int(quota));
+    weir_buf_puts(b, ";w=");
+    weir_buf_put_u64(b, sf_int(window < 1 ? 1 : window));
+    return true;
+}
+
+/* Every limit that took part: each status's outcomes when the engine gave
+ * them (a descriptor with several limits lists each), else its limit. */
 static void put_policies(weir_buf *b, const weir_api_decision *dec)
 {
+    const weir_rule_limit *seen[WEIR_ENGINE_MAX_LIMITS];
+    size_t n = 0;
     weir_buf_puts(b, "RateLimit-Policy: ");
-    bool first = true;
     for (size_t i = 0; i < dec->n; i++) {
         const weir_descriptor_status *s = &dec->statuses[i];
         if (!has_limit(s))
             continue;
-        size_t j = 0;
-        while (j < i && dec->statuses[j].limit != s->limit)
-            j++;
-        if (j < i)
-            continue; /* already listed */
-        if (!first)
-            weir_buf_puts(b, ", ");
-        first = false;
-        uint64_t window = ceil_div(s->window_us, US_PER_S);
-        put_sf_name(b, s->limit);
-        weir_buf_puts(b, ";q=");
-        weir_buf_put_u64(b, sf_int(s->requests_per_unit));
-        weir_buf_puts(b, ";w=");
-        weir_buf_put_u64(b, sf_int(window < 1 ? 1 : window));
+        if (!s->n_outcomes) {
+            put_policy(b, s->limit, s->requests_per_unit, s->window_us, seen, &n);
+            continue;
+        }
+        for (size_t k = 0; k < s->n_outcomes; k++) {
+            const weir_limit_outcome *o = &s->outcomes[k];
+            put_policy(b, o->limit, o->requests_per_unit, o->window_us, seen, &n);
+        }
     }
     weir_buf_puts(b, "\r\n");
 }
 
-/* ceil((now + reset) / 1 s), saturating; 0 before the epoch. */
 static uint64_t reset_epoch_s(int64_t now_unix_us, int64_t reset_after_us)
 {
     if (now_unix_us < 0)

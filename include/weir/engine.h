@@ -90,6 +90,25 @@ typedef struct weir_request {
 
 typedef enum weir_code { WEIR_CODE_OK = 1, WEIR_CODE_OVER_LIMIT = 2 } weir_code;
 
+/** One limit's part in a decision: every limit a descriptor's match put
+ *  to the test (replaced ones left out), the reported one included. */
+typedef struct weir_limit_outcome {
+    /** Points into the rules in force; valid until the callback returns. */
+    const weir_rule_limit *limit;
+    /** The effective limit (the request's override when it gave one). */
+    uint32_t requests_per_unit;
+    weir_rule_unit unit;
+    int64_t window_us;
+    uint64_t remaining;
+    int64_t reset_after_us;
+    /** This limit did not admit (shadow limits included: they never deny
+     *  the request, but they say whether they would have). */
+    bool denied;
+    bool shadow;
+    /** The store failed and failure_mode decided `denied`. */
+    bool failure_mode;
+} weir_limit_outcome;
+
 /** The verdict for one descriptor, in request order. */
 typedef struct weir_descriptor_status {
     weir_code code;
@@ -121,6 +140,10 @@ typedef struct weir_descriptor_status {
     /** The request's domain has no rules (every status is then OK with no
      *  limit, as upstream answers). */
     bool domain_not_found;
+    /** Every limit tested for this descriptor (n_outcomes of them, in rule
+     *  order); valid until the callback returns. */
+    const weir_limit_outcome *outcomes;
+    size_t n_outcomes;
 } weir_descriptor_status;
 
 /**

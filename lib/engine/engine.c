@@ -84,6 +84,7 @@ struct decision {
     void *arg;
     size_t n_pending;
     pending p[WEIR_ENGINE_MAX_LIMITS];
+    weir_limit_outcome outcomes[WEIR_ENGINE_MAX_LIMITS];
     weir_op ops[WEIR_ENGINE_MAX_LIMITS];
     /* charges of count_rejected limits after a denial (not reported) */
     weir_op extra[WEIR_ENGINE_MAX_LIMITS];
@@ -524,6 +525,7 @@ static void finish(decision *dc)
 {
     bool chosen[WEIR_ENGINE_MAX_DESCRIPTORS] = {false};
     bool chosen_denied[WEIR_ENGINE_MAX_DESCRIPTORS] = {false};
+    size_t n_outcomes = 0;
     for (size_t i = 0; i < dc->n_pending; i++) {
         pending *p = &dc->p[i];
         if (p->dropped)
@@ -534,6 +536,15 @@ static void finish(decision *dc)
         bool denied = failed ? p->limit->failure_mode == WEIR_FAILURE_DENY : !r.allowed;
         uint64_t rem = failed ? 0 : r.remaining;
         weir_descriptor_status *s = &dc->st[p->desc];
+        /* pending limits come descriptor by descriptor, so each
+         * descriptor's outcomes are one run of the array */
+        weir_limit_outcome *o = &dc->outcomes[n_outcomes++];
+        *o = (weir_limit_outcome){p->limit,     p->rpu,    p->unit,
+                                  p->window_us, rem,       failed ? 0 : r.reset_after_us,
+                                  denied,       p->shadow, failed};
+        if (!s->n_outcomes)
+            s->outcomes = o;
+        s->n_outcomes++;
         if (chosen[p->desc] && !stricter(denied, rem, chosen_denied[p->desc], s->remaining))
             continue;
         chosen[p->desc] = true;

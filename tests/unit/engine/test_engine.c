@@ -49,15 +49,19 @@ static void close_world(world *w)
 typedef struct outcome {
     int calls;
     weir_code overall;
+    /* the first descriptor's limit outcomes, copied while they are valid */
+    weir_limit_outcome first[8];
+    size_t n_first;
 } outcome;
 
 static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
 {
     outcome *o = arg;
-    (void)st;
-    (void)n;
     o->calls++;
     o->overall = overall;
+    o->n_first = n ? st[0].n_outcomes : 0;
+    for (size_t i = 0; i < o->n_first && i < 8; i++)
+        o->first[i] = st[0].outcomes[i];
 }
 
 #define E(k, v)                            \
@@ -134,6 +138,45 @@ static void hits_at_both_levels(void **unused)
     d.hits = 2; /* the descriptor's hits win over the request's */
     decide(&w, "api", &d, 1, 5, 0, st);
     assert_int_equal(st[0].remaining, 4);
+    close_world(&w);
+}
+
+/* Every limit of a descriptor is reported as an outcome, in rule order,
+ * the reported (most restrictive) one among them. */
+static void outcomes_of_every_limit(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: api\n"
+                   "descriptors:\n"
+                   "  - key: user\n"
+                   "    rate_limits:\n"
+                   "      - {unit: second, requests_per_unit: 2, name: per_second}\n"
+                   "      - {unit: day, requests_per_unit: 100, name: per_day}\n");
+    weir_entry user[] = {E("user", "alice")};
+    weir_descriptor d = {user, 1, false, 0, NULL};
+    weir_request req = {"api", 3, &d, 1, 0};
+    weir_descriptor_status st[1];
+    outcome o = {0};
+    for (int i = 0; i < 3; i++) {
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+    }
+    assert_int_equal(o.overall, WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(o.n_first, 2);
+    assert_string_equal(o.first[0].limit->name, "per_second");
+    assert_true(o.first[0].denied);
+    assert_int_equal(o.first[0].requests_per_unit, 2);
+    assert_string_equal(o.first[1].limit->name, "per_day");
+    assert_false(o.first[1].denied);
+    assert_int_equal(o.first[1].window_us, 86400000000);
+    /* the denied third request charged nothing: a peek still sees 98 */
+    d.has_hits = true;
+    d.hits = 0;
+    memset(&o, 0, sizeof(o));
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+    assert_int_equal(o.n_first, 2);
+    assert_int_equal(o.first[1].remaining, 98);
     close_world(&w);
 }
 
@@ -337,6 +380,7 @@ int main(void)
         cmocka_unit_test(denied_request_spends_nothing),
         cmocka_unit_test(hits_at_both_levels),
         cmocka_unit_test(unmatched_unknown_and_errors),
+        cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),
         cmocka_unit_test(reload_keeps_unchanged_counters),
         cmocka_unit_test(bad_file_keeps_rules_in_force),

@@ -223,6 +223,30 @@ static void envoy_durations(void **unused)
 
 static const weir_api_header_opts all = {true, true, true};
 
+/* A descriptor with two limits lists both policies (its outcomes), each
+ * limit once however many descriptors tested it. */
+static void headers_every_limit_tested(void **unused)
+{
+    (void)unused;
+    weir_buf b;
+    weir_buf_init(&b, 4096);
+    weir_limit_outcome both[2] = {
+        {&per_user, 10, WEIR_UNIT_MINUTE, 60000000, 9, 46999500, false, false, false},
+        {&per_ip, 5, WEIR_UNIT_NONE, 30000000, 4, 29000000, false, false, false},
+    };
+    weir_descriptor_status st[2] = {ok_status(), ok_status()};
+    st[0].outcomes = both;
+    st[0].n_outcomes = 2;
+    st[1].outcomes = both;
+    st[1].n_outcomes = 1;
+    weir_api_decision dec = {WEIR_CODE_OK, st, 2};
+    weir_api_header_opts ietf = {true, false, false};
+    weir_api_render_headers(&b, &dec, &ietf, 1700000000000000, 0);
+    expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
+                   "RateLimit: \"per_user\";r=9;t=47\r\n");
+    weir_buf_free(&b);
+}
+
 static void headers_denied(void **unused)
 {
     (void)unused;
@@ -460,10 +484,15 @@ static void full_buffer(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(decision),           cmocka_unit_test(envoy_json),
-        cmocka_unit_test(envoy_durations),    cmocka_unit_test(headers_denied),
-        cmocka_unit_test(headers_allowed),    cmocka_unit_test(problem),
-        cmocka_unit_test(errors_and_reasons), cmocka_unit_test(full_buffer),
+        cmocka_unit_test(decision),
+        cmocka_unit_test(envoy_json),
+        cmocka_unit_test(envoy_durations),
+        cmocka_unit_test(headers_denied),
+        cmocka_unit_test(headers_allowed),
+        cmocka_unit_test(problem),
+        cmocka_unit_test(errors_and_reasons),
+        cmocka_unit_test(full_buffer),
+        cmocka_unit_test(headers_every_limit_tested),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -11,6 +11,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "http.h"
 #include "log.h"
@@ -21,6 +22,14 @@
 #define MAX_QUEUED_OUT (1u << 20)
 /* Route number of requests that match none (the last route name). */
 #define ROUTE_OTHER (routes_count - 1)
+
+/* What the connection's one timer measures. */
+typedef enum timer_mode {
+    T_IDLE,    /* between requests: --idle-timeout */
+    T_REQUEST, /* from a request's first byte to its end: --request-timeout */
+    T_SEND,    /* reading paused until the client takes its answers: --idle-timeout */
+    T_LINGER,  /* closing: draining what the client still sends */
+} timer_mode;
 
 struct http_conn {
     uv_tcp_t tcp;
@@ -39,7 +48,7 @@ struct http_conn {
     size_t route;
     uint64_t t0_ns;
     /* state */
-    bool timing_request; /* the timer measures a request, not idleness */
+    timer_mode tmode; /* what the timer measures */
     bool close_after_write;
     bool lingering;
     bool paused; /* reading stopped until queued answers are written */
@@ -95,9 +104,9 @@ static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
-static void arm(http_conn *c, bool request, int64_t ms)
+static void arm(http_conn *c, timer_mode mode, int64_t ms)
 {
-    c->timing_request = request;
+    c->tmode = mode;
     uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
 }
 
@@ -120,7 +129,7 @@ static void on_shutdown(uv_shutdown_t *req, int status)
     /* Read and drop whatever the client still sends, until it closes or
      * the linger time is up. */
     uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_linger_read);
-    arm(c, false, LINGER_MS);
+    arm(c, T_LINGER, LINGER_MS);
 }
 
 /* After the last answer: half-close, then linger. */
@@ -137,6 +146,7 @@ static void finish(http_conn *c)
 }
 
 static void flush(http_conn *c);
+static void arm_for_input(http_conn *c);
 
 static void on_write(uv_write_t *req, int status)
 {
@@ -184,6 +194,8 @@ static void flush(http_conn *c)
     }
     if (c->paused) {
         c->paused = false;
+        c->tmode = T_IDLE; /* a request held up by the pause starts afresh */
+        arm_for_input(c);
         uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
     }
 }
@@ -250,6 +262,28 @@ static void respond_error(http_conn *c, int status, const char *detail)
     http_respond(c, status, "application/problem+json", NULL, w->body.p, w->body.len);
 }
 
+static size_t host_count(const weir_http1_request *req)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->n_headers; i++)
+        n += req->headers[i].name.n == 4 && strncasecmp(req->headers[i].name.p, "host", 4) == 0;
+    return n;
+}
+
+/* Arms the timer for what the connection waits for from the client: the
+ * rest of a request begun (its deadline runs from its first byte), or the
+ * next one. */
+static void arm_for_input(http_conn *c)
+{
+    const serve_options *o = &c->w->srv->opt;
+    if (weir_http1_in_request(c->parser)) {
+        if (c->tmode != T_REQUEST)
+            arm(c, T_REQUEST, o->request_timeout_ms);
+    } else {
+        arm(c, T_IDLE, o->idle_timeout_ms);
+    }
+}
+
 /* Feeds @n bytes to the codec and answers every whole request in them. */
 static void process(http_conn *c, const char *data, size_t n)
 {
@@ -276,6 +310,14 @@ static void process(http_conn *c, const char *data, size_t n)
         c->keep_alive = req.keep_alive;
         c->head = req.method == WEIR_HTTP1_HEAD;
         c->http10 = req.version_minor == 0;
+        c->tmode = T_IDLE; /* the next request gets its own deadline */
+        size_t hosts = host_count(&req);
+        if ((!c->http10 && hosts == 0) || hosts > 1) {
+            /* RFC 9112 3.2: a server MUST answer 400 */
+            c->keep_alive = false;
+            respond_error(c, 400, hosts ? "more than one Host header" : "missing Host header");
+            break;
+        }
         routes_handle(c, &req);
         if (!c->answered)
             respond_error(c, 500, "no answer");
@@ -284,16 +326,15 @@ static void process(http_conn *c, const char *data, size_t n)
     }
     if (c->closed || c->close_after_write)
         return;
-    if (weir_http1_in_request(c->parser)) {
-        if (!c->timing_request)
-            arm(c, true, w->srv->opt.request_timeout_ms);
-    } else {
-        arm(c, false, w->srv->opt.idle_timeout_ms);
-    }
     if (c->out[c->cur].len + c->out[c->cur ^ 1].len > MAX_QUEUED_OUT && !c->paused) {
+        /* The client is not taking its answers: stop reading. Its next
+         * request waits in the socket, not on a deadline of its own. */
         c->paused = true;
         uv_read_stop((uv_stream_t *)&c->tcp);
+        arm(c, T_SEND, w->srv->opt.idle_timeout_ms);
+        return;
     }
+    arm_for_input(c);
 }
 
 static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -319,7 +360,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void on_timer(uv_timer_t *t)
 {
     http_conn *c = t->data;
-    if (c->lingering || !c->timing_request) {
+    if (c->tmode != T_REQUEST) {
         http_conn_close(c);
         return;
     }
@@ -384,6 +425,6 @@ void http_conn_accept(worker *w)
     weir_buf_init(&c->out[0], SIZE_MAX);
     weir_buf_init(&c->out[1], SIZE_MAX);
     uv_tcp_nodelay(&c->tcp, 1);
-    arm(c, false, srv->opt.idle_timeout_ms);
+    arm(c, T_IDLE, srv->opt.idle_timeout_ms);
     uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
 }

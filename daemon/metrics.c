@@ -313,6 +313,13 @@ static int cmp_merged(const void *a, const void *b)
     return c ? c : strcmp(x->rule, y->rule);
 }
 
+static int cmp_path(const void *a, const void *b)
+{
+    const merged *x = a, *y = b;
+    int c = strcmp(x->domain, y->domain);
+    return c ? c : strcmp(x->path, y->path);
+}
+
 /* Collects every shard's per-rule rows, sorted and summed; *n rows. The
  * strings stay owned by the shards (entries are never removed). */
 static merged *collect(metrics *m, size_t *n)
@@ -380,7 +387,20 @@ static void render_rules(metrics *m, weir_buf *b)
             weir_buf_putc(b, '\n');
         }
     /* Upstream's names: key1 is the first level of the descriptor path,
-     * key2 the rest (as upstream's statsd mapping splits them). */
+     * key2 the rest (as upstream's statsd mapping splits them). Upstream
+     * has one limit per path; weir's several limits on one path are summed
+     * into that path's series. */
+    qsort(rows, n, sizeof(*rows), cmp_path);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (kept && cmp_path(&rows[kept - 1], &rows[i]) == 0) {
+            for (int u = 0; u < UP_N; u++)
+                rows[kept - 1].upstream[u] += rows[i].upstream[u];
+        } else {
+            rows[kept++] = rows[i];
+        }
+    }
+    n = kept;
     for (int u = 0; u < UP_N; u++) {
         char name[96];
         snprintf(name, sizeof(name), "ratelimit_service_rate_limit_%s", up_names[u]);

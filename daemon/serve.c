@@ -353,29 +353,39 @@ static void start_watch(main_loop *m)
     dlog(WEIR_LOG_DEBUG, "watching", "path", dir, NULL);
 }
 
-static int run_main_loop(server *s)
+/* Sets up the main loop: signal handlers and the rule watch come before the
+ * rules are loaded and the workers start, so neither a signal nor a file
+ * change in between is lost (both are acted on once the loop runs). */
+static int main_init(main_loop *m, server *s)
 {
-    main_loop m;
-    memset(&m, 0, sizeof(m));
-    m.srv = s;
-    if (uv_loop_init(&m.loop) < 0)
-        return 1;
-    uv_signal_init(&m.loop, &m.hup);
-    uv_signal_init(&m.loop, &m.term);
-    uv_signal_init(&m.loop, &m.intr);
-    m.hup.data = m.term.data = m.intr.data = &m;
-    uv_signal_start(&m.hup, on_hup, SIGHUP);
-    uv_signal_start(&m.term, on_term, SIGTERM);
-    uv_signal_start(&m.intr, on_term, SIGINT);
-    uv_timer_init(&m.loop, &m.settle);
-    uv_timer_init(&m.loop, &m.phase);
-    uv_timer_init(&m.loop, &m.poll);
-    m.settle.data = m.phase.data = m.poll.data = &m;
+    memset(m, 0, sizeof(*m));
+    m->srv = s;
+    if (uv_loop_init(&m->loop) < 0)
+        return -1;
+    uv_signal_init(&m->loop, &m->hup);
+    uv_signal_init(&m->loop, &m->term);
+    uv_signal_init(&m->loop, &m->intr);
+    m->hup.data = m->term.data = m->intr.data = m;
+    uv_signal_start(&m->hup, on_hup, SIGHUP);
+    uv_signal_start(&m->term, on_term, SIGTERM);
+    uv_signal_start(&m->intr, on_term, SIGINT);
+    uv_timer_init(&m->loop, &m->settle);
+    uv_timer_init(&m->loop, &m->phase);
+    uv_timer_init(&m->loop, &m->poll);
+    m->settle.data = m->phase.data = m->poll.data = m;
     if (s->opt.watch)
-        start_watch(&m);
-    uv_run(&m.loop, UV_RUN_DEFAULT);
-    uv_loop_close(&m.loop);
+        start_watch(m);
     return 0;
+}
+
+/* Runs the main loop until the workers are done (or, when @serving is
+ * false, only until its own handles are closed). */
+static void main_run(main_loop *m, bool serving)
+{
+    if (!serving)
+        close_main(m);
+    uv_run(&m->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&m->loop);
 }
 
 /* ------------------------------------------------------------ start, stop */
@@ -479,9 +489,14 @@ int weir_cli_serve(int argc, char **argv)
         fprintf(stderr, "weir serve: out of memory\n");
         return 1;
     }
+    static main_loop m;
+    if (main_init(&m, &srv) < 0) {
+        fprintf(stderr, "weir serve: cannot start the event loop\n");
+        return 1;
+    }
     rc = start(&srv);
+    main_run(&m, rc == 0);
     if (rc == 0) {
-        rc = run_main_loop(&srv);
         dlog(WEIR_LOG_INFO, "stopped", NULL);
     } else {
         atomic_store(&srv.closing, true);

@@ -35,9 +35,11 @@ static bool longer(int64_t a, int64_t b)
     return a == WEIR_NEVER || a > b;
 }
 
+/* Whether a status speaks for a limit clients are held to: a shadow-mode
+ * limit is being tried out, never enforced, so it is not advertised. */
 static bool has_limit(const weir_descriptor_status *s)
 {
-    return s->limit && !s->unlimited;
+    return s->limit && !s->unlimited && !s->shadow;
 }
 
 const weir_descriptor_status *weir_api_most_restrictive(const weir_api_decision *dec)
@@ -144,7 +146,8 @@ static void put_policies(weir_buf *b, const weir_api_decision *dec)
         }
         for (size_t k = 0; k < s->n_outcomes; k++) {
             const weir_limit_outcome *o = &s->outcomes[k];
-            put_policy(b, o->limit, o->requests_per_unit, o->window_us, seen, &n);
+            if (!o->shadow)
+                put_policy(b, o->limit, o->requests_per_unit, o->window_us, seen, &n);
         }
     }
     weir_buf_puts(b, "\r\n");

@@ -108,6 +108,7 @@ static const char msg_fold[] = "obsolete line folding in header";
 static const char msg_fragment[] = "fragment in request target";
 static const char msg_chunk_line[] = "chunk line or trailer too long";
 static const char msg_internal[] = "malformed request";
+static const char msg_name_space[] = "whitespace between header name and colon";
 
 /* An empty buffer for parsers given none, so views never offset NULL. */
 static char no_buf[1];
@@ -408,6 +409,17 @@ static bool check_headers(weir_http1 *p)
         set_error(p, 505, msg_version);
         return false;
     }
+    /* RFC 9112 5.1: whitespace before the colon MUST be refused (proxies
+     * disagree on such names). */
+    for (size_t i = 0; i < p->n_fields; i++) {
+        const struct h1_field *f = &p->fields[i];
+        char last = f->name_len ? p->buf[f->name_off + f->name_len - 1] : ' ';
+        if (last == ' ' || last == '\t') {
+            set_error(p, 400, msg_name_space);
+            return false;
+        }
+    }
+
     size_t n_te = count_fields(p, "transfer-encoding");
     if (n_te > 0 && count_fields(p, "content-length") > 0) {
         set_error(p, 400, msg_smuggle);
@@ -457,14 +469,27 @@ static void fill_request(const weir_http1 *p, weir_http1_request *req)
     req->method = map_method(p->hp.method);
     req->method_name = (weir_http1_str){b + p->method_off, p->method_len};
     req->target = (weir_http1_str){b + p->url_off, p->url_len};
-    const char *q = p->url_len > 0 ? memchr(req->target.p, '?', p->url_len) : NULL;
+    /* absolute form (RFC 9112 3.2.2: "http://host/path?q"): the path
+     * starts at the first '/' after the authority */
+    weir_http1_str t = req->target;
+    if (t.n > 0 && t.p[0] != '/') {
+        const char *sep = t.n >= 3 ? memchr(t.p, ':', t.n) : NULL;
+        if (sep && (size_t)(sep - t.p) + 3 <= t.n && sep[1] == '/' && sep[2] == '/') {
+            const char *auth = sep + 3, *end = t.p + t.n;
+            const char *slash = memchr(auth, '/', (size_t)(end - auth));
+            const char *qm = memchr(auth, '?', (size_t)(end - auth));
+            const char *from = slash && (!qm || slash < qm) ? slash : qm ? qm : end;
+            t = (weir_http1_str){from, (size_t)(end - from)};
+        }
+    }
+    const char *q = t.n > 0 ? memchr(t.p, '?', t.n) : NULL;
     if (q != NULL) {
-        size_t plen = (size_t)(q - req->target.p);
-        req->path = (weir_http1_str){req->target.p, plen};
-        req->query = (weir_http1_str){q + 1, p->url_len - plen - 1};
+        size_t plen = (size_t)(q - t.p);
+        req->path = (weir_http1_str){t.p, plen};
+        req->query = (weir_http1_str){q + 1, t.n - plen - 1};
     } else {
-        req->path = req->target;
-        req->query = (weir_http1_str){req->target.p + p->url_len, 0};
+        req->path = t;
+        req->query = (weir_http1_str){t.p + t.n, 0};
     }
     req->version_minor = p->hp.http_minor;
     for (size_t i = 0; i < p->n_fields; i++) {

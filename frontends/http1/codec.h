@@ -50,8 +50,9 @@ typedef struct weir_http1_request {
     weir_http1_method method;
     weir_http1_str method_name;
     /** The request target as sent, then split at the first '?': path
-     *  (percent-escapes left as they are) and query (without the '?';
-     *  empty when none). */
+     *  (percent-escapes left as they are; for an absolute-form target,
+     *  "http://host/p?q", the part from the '/' after the authority, empty
+     *  when there is none) and query (without the '?'; empty when none). */
     weir_http1_str target, path, query;
     unsigned version_minor; /* HTTP/1.<minor>: 0 or 1 */
     weir_http1_header headers[WEIR_HTTP1_MAX_HEADERS];
@@ -110,7 +111,8 @@ weir_http1 *weir_http1_init(void *mem, const weir_http1_limits *limits, char *bu
  * on is the caller's decision (req->keep_alive). Upgrade and CONNECT
  * requests come out as ordinary requests. Trailer fields of a chunked body
  * are dropped. Beyond the caps, 400 also answers obsolete line folding, a
- * '#' fragment in the target and Content-Length with Transfer-Encoding; 501
+ * '#' fragment in the target, Content-Length with Transfer-Encoding,
+ * and whitespace between a header name and its colon (RFC 9112 5.1); 501
  * any Transfer-Encoding but a single "chunked"; 505 any version but 1.0/1.1.
  */
 weir_http1_result weir_http1_feed(weir_http1 *parser, const char *data, size_t len,

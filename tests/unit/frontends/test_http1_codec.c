@@ -512,7 +512,20 @@ static void target_split(void **unused)
     assert_int_equal(r.query.n, 0);
     r = one(&f, "GET /? HTTP/1.1\r\n\r\n");
     str_is(r.target, "/?");
+    /* absolute form: the path starts after the authority */
+    r = one(&f, "GET http://weir.test:8080/v1/check?domain=a HTTP/1.1\r\n\r\n");
+    str_is(r.target, "http://weir.test:8080/v1/check?domain=a");
+    str_is(r.path, "/v1/check");
+    str_is(r.query, "domain=a");
+    r = one(&f, "GET http://weir.test?x HTTP/1.1\r\n\r\n");
+    assert_int_equal(r.path.n, 0);
+    str_is(r.query, "x");
+    r = one(&f, "GET http://weir.test HTTP/1.1\r\n\r\n");
+    assert_int_equal(r.path.n, 0);
+    assert_int_equal(r.query.n, 0);
     drop(&f);
+    /* RFC 9112 5.1: no whitespace between a field name and its colon */
+    bad_is("GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400, "whitespace between header name and colon");
     /* a target that is only a query (no path characters) is not a target */
     bad_is("GET ?a=1 HTTP/1.1\r\n\r\n", 400, "malformed request: invalid URL");
     /* nor is one with a fragment */

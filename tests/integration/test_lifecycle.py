@@ -1,0 +1,420 @@
+"""
+test_lifecycle.py - the daemon over time: rule reloads (SIGHUP, the file
+watch, a Kubernetes ConfigMap symlink swap, bad files), counters kept
+across reloads, and the SIGTERM drain.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+
+import rawhttp
+from conftest import weir_bin
+
+RULES = """\
+domain: test
+descriptors:
+  - key: keep
+    rate_limit: {{unit: hour, requests_per_unit: {keep}, algorithm: token_bucket}}
+  - key: other
+    rate_limit: {{unit: hour, requests_per_unit: {other}, algorithm: token_bucket}}
+"""
+
+
+def rules(keep=5, other=10):
+    return RULES.format(keep=keep, other=other)
+
+
+def take(weir, key="keep", value="k", hits=None):
+    d = {"entries": [{"key": key, "value": value}]}
+    if hits is not None:
+        d["hits"] = hits
+    r = weir.check("test", d)
+    assert r.status in (200, 429), r
+    return r
+
+
+def remaining(weir, key="keep", value="k"):
+    """The remaining count, by a peek (hits 0 charges nothing)."""
+    r = take(weir, key, value, hits=0)
+    return r.json()["statuses"][0]["remaining"]
+
+
+def rule_line(weir, key):
+    lines = [ln for ln in weir.rules_text().splitlines() if ln.startswith(f"test.{key}:")]
+    assert len(lines) == 1, weir.rules_text()
+    return lines[0]
+
+
+def consume_three(weir):
+    for want in (4, 3, 2):
+        r = take(weir)
+        assert r.status == 200
+        assert r.json()["statuses"][0]["remaining"] == want
+    assert remaining(weir) == 2
+
+
+# ------------------------------------------------------------ reloads
+
+
+def test_sighup_reload_keeps_state(weir_factory):
+    weir = weir_factory(rules(), "--watch", "false")
+    consume_three(weir)
+    weir.write_rules(rules(other=20))
+    time.sleep(0.3)  # no watch: nothing happens until the signal
+    assert "requests_per_unit=10 " in rule_line(weir, "other")
+    mark = weir.mark()
+    weir.sighup()
+    weir.wait_for_log(r"event=rules_loaded reason=signal", since=mark)
+    line = weir.wait_for_log(r"event=rules_reloaded", since=mark)
+    assert "limits=2 kept=1 new=1 removed=1" in line
+    assert "requests_per_unit=20 " in rule_line(weir, "other")
+    # the unchanged limit went on where it was
+    assert remaining(weir) == 2
+    assert take(weir).json()["statuses"][0]["remaining"] == 1
+    # a SIGHUP reloads even an unchanged file
+    mark = weir.mark()
+    weir.sighup()
+    weir.wait_for_log(r"event=rules_loaded reason=signal", since=mark)
+    assert remaining(weir) == 1
+    assert weir.metric("weir_rules_reloads_total", result="ok") == 3
+    assert weir.metric("weir_rules_reloads_total", result="failed") == 0
+
+
+def test_watched_file_reload_keeps_state(weir_factory):
+    weir = weir_factory(rules())
+    consume_three(weir)
+    # rewritten in place, as an editor does
+    mark = weir.mark()
+    weir.write_rules(rules(other=30), atomic=False)
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    assert "requests_per_unit=30 " in rule_line(weir, "other")
+    assert remaining(weir) == 2
+    # replaced by a rename, as deployment tools do
+    mark = weir.mark()
+    weir.write_rules(rules(other=40))
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    assert "requests_per_unit=40 " in rule_line(weir, "other")
+    assert remaining(weir) == 2
+    # a changed limit starts fresh
+    mark = weir.mark()
+    weir.write_rules(rules(keep=6, other=40))
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    assert "limits=2 kept=1 new=1 removed=1" in weir.wait_for_log(r"event=rules_reloaded",
+                                                                     since=mark)
+    assert remaining(weir) == 6
+    assert take(weir).json()["statuses"][0]["remaining"] == 5
+
+
+def test_watch_reload_is_quick(weir_factory):
+    weir = weir_factory(rules())
+    t0 = time.monotonic()
+    weir.write_rules(rules(other=11))
+    weir.wait_until(lambda: "requests_per_unit=11 " in rule_line(weir, "other"), timeout=1,
+                    what="the new rules")
+    assert time.monotonic() - t0 < 0.5
+
+
+def test_removed_rule_and_domain(weir_factory):
+    weir = weir_factory(rules())
+    consume_three(weir)
+    mark = weir.mark()
+    weir.write_rules("domain: test\ndescriptors:\n  - key: other\n    rate_limit:"
+                     " {unit: hour, requests_per_unit: 10, algorithm: token_bucket}\n")
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    r = take(weir)
+    assert r.status == 200
+    assert r.json()["statuses"] == [{"code": "OK"}]
+    mark = weir.mark()
+    weir.write_rules("domain: elsewhere\ndescriptors:\n  - key: other\n"
+                     "    rate_limit: {unit: hour, requests_per_unit: 10}\n")
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    assert weir.check("test", {"keep": "k"}).status == 404
+    r = weir.post("/json", {"domain": "test", "descriptors": [
+        {"entries": [{"key": "keep", "value": "k"}]}]})
+    assert (r.status, r.body) == (200, b'{"overallCode":"OK","statuses":[{"code":"OK"}]}')
+    assert "test." not in weir.rules_text()
+
+
+def test_reloads_under_load(weir_factory):
+    # Reloads free the rules a decision in flight may still point to: with
+    # ASan this catches any use of weir_descriptor_status.limit after the
+    # engine's callback (engine.h), which it did in the daemon once.
+    big = ("domain: test\ndescriptors:\n  - key: keep\n    rate_limit: {unit: year, "
+           "requests_per_unit: 1000000, algorithm: token_bucket}\n  - key: other\n"
+           "    rate_limit: {unit: hour, requests_per_unit: %d}\n")
+    weir = weir_factory(big % 10)
+    weir.wait_for_log(r"event=watching")
+    stop = threading.Event()
+    counts, errors = [], []
+
+    def client():
+        n = 0
+        try:
+            with weir.conn() as c:
+                while not stop.is_set():
+                    r = c.request("POST", "/v1/check", {"domain": "test", "descriptors": [
+                        {"entries": [{"key": "keep", "value": "load"}]}]})
+                    assert r.status == 200, r
+                    assert r.header("RateLimit-Policy") == '"test.keep";q=1000000;w=31536000'
+                    n += 1
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        counts.append(n)
+
+    threads = [threading.Thread(target=client) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(40):
+            mark = weir.mark()
+            if i % 10 == 9:
+                weir.write_rules(big % (100 + i))
+                weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark)
+            else:
+                weir.sighup()  # reloads even unchanged rules
+                weir.wait_for_log(r"event=rules_loaded reason=signal", since=mark)
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    assert errors == []
+    assert sum(counts) > 0
+    # every decision was counted once, across all the reloads (a token
+    # comes back every 31.5 s)
+    assert 0 <= remaining(weir, value="load") - (1000000 - sum(counts)) <= 1
+    assert weir.metric("weir_rules_reloads_total", result="ok") == 41
+    # a sanitizer report or a crash fails the test here (not only at teardown)
+    weir.finish()
+
+
+def test_bad_rule_file_keeps_old_rules(weir_factory):
+    weir = weir_factory(rules())
+    consume_three(weir)
+    before = weir.rules_text()
+    mark = weir.mark()
+    weir.write_rules("domain: test\ndescriptors:\n  - key: keep\n    rate_limit:\n"
+                     "      unit: fortnight\n      requests_per_unit: 5\n")
+    line = weir.wait_for_log(r"event=rules_reload_failed", since=mark, timeout=2)
+    assert "reason=file_changed" in line
+    err = weir.wait_for_log(r"event=rules_error", since=mark)
+    assert "line=5" in err and "invalid rate limit unit 'fortnight'" in err, err
+    assert weir.metric("weir_rules_reloads_total", result="failed") == 1
+    assert weir.metric("ratelimit_service_config_load_error") == 1
+    assert weir.metric("weir_rules_reloads_total", result="ok") == 1
+    # the rules in force and their counters are untouched
+    assert weir.rules_text() == before
+    assert remaining(weir) == 2
+    # a SIGHUP with the file still bad fails the same way
+    mark = weir.mark()
+    weir.sighup()
+    assert "reason=signal" in weir.wait_for_log(r"event=rules_reload_failed", since=mark)
+    assert weir.metric("weir_rules_reloads_total", result="failed") == 2
+    # YAML that does not even parse
+    mark = weir.mark()
+    weir.write_rules("domain: [unclosed\n")
+    weir.wait_for_log(r"event=rules_reload_failed", since=mark, timeout=2)
+    assert weir.metric("weir_rules_reloads_total", result="failed") == 3
+    assert weir.rules_text() == before
+    # fixed: loaded, state kept
+    mark = weir.mark()
+    weir.write_rules(rules(other=12))
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+    assert remaining(weir) == 2
+    assert weir.metric("weir_rules_reloads_total", result="ok") == 2
+
+
+def test_configmap_symlink_swap(weir_factory, tmp_path):
+    cfg = tmp_path / "config"
+    (cfg / "..2024_01_01_v1").mkdir(parents=True)
+    (cfg / "..2024_01_01_v1" / "rules.yaml").write_text(rules())
+    os.symlink("..2024_01_01_v1", cfg / "..data")
+    os.symlink("..data/rules.yaml", cfg / "rules.yaml")
+    weir = weir_factory(None, rules_path=cfg)
+    weir.wait_for_log(r"event=watching")
+    consume_three(weir)
+    assert "requests_per_unit=10 " in rule_line(weir, "other")
+
+    # what the kubelet does: a new directory, a new ..data link renamed
+    # over the old one, then the old directory removed
+    (cfg / "..2024_01_02_v2").mkdir()
+    (cfg / "..2024_01_02_v2" / "rules.yaml").write_text(rules(other=50))
+    os.symlink("..2024_01_02_v2", cfg / "..data_tmp")
+    t0 = time.monotonic()
+    os.rename(cfg / "..data_tmp", cfg / "..data")
+    (cfg / "..2024_01_01_v1" / "rules.yaml").unlink()
+    (cfg / "..2024_01_01_v1").rmdir()
+    weir.wait_until(lambda: "requests_per_unit=50 " in rule_line(weir, "other"), timeout=2,
+                    what="the swapped rules")
+    assert time.monotonic() - t0 < 2
+    assert remaining(weir) == 2
+    assert weir.count_log(r"event=rules_reload_failed") == 0
+
+
+def test_bad_rules_at_start(tmp_path):
+    path = tmp_path / "rules.yaml"
+    path.write_text("domain: test\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n")
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+                        "--rules", str(path)], capture_output=True, timeout=10)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    assert "the rules did not load" in err
+    assert "invalid rate limit unit 'fortnight'" in err
+    assert "event=listening" not in err
+    assert "AddressSanitizer" not in err and "runtime error" not in err
+
+
+def test_signal_right_after_listening(tmp_path):
+    # event=listening means ready: a reload signal from then on must never
+    # kill the process (the handlers were once installed after the log line)
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    for attempt in range(15):
+        p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
+                              "--resp", "", "--threads", "1", "--rules", str(path)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            for line in p.stderr:
+                if b"event=listening" in line:
+                    break
+            p.send_signal(signal.SIGHUP)  # "reload": must never kill it
+            time.sleep(0.05)
+            alive = p.poll() is None
+        finally:
+            if p.poll() is None:
+                time.sleep(0.1)
+                p.send_signal(signal.SIGTERM)
+            rc = p.wait(10)
+            p.stderr.close()
+        assert alive, f"SIGHUP right after event=listening killed weir (attempt {attempt})"
+        assert rc == 0
+
+
+def test_change_during_startup_is_not_lost(tmp_path):
+    # a rule file changed after the initial load but before the watch is in
+    # place (worker start-up) must still be loaded (it once was not)
+    path = tmp_path / "rules.yaml"
+    for attempt in range(5):  # the window is short: try a few times
+        path.write_text(rules(other=10))
+        p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
+                              "--resp", "", "--threads", "2", "--rules", str(path)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            port = None
+            for line in p.stderr:
+                if b"event=rules_loaded reason=start" in line:
+                    # e.g. a config management run right as the service starts
+                    tmp = tmp_path / ".rules.tmp"
+                    tmp.write_text(rules(other=77 + attempt))
+                    os.replace(tmp, path)
+                if b"event=listening" in line:
+                    port = int(line.split(b"http=http://127.0.0.1:")[1].split()[0])
+                    break
+            assert port
+            want = f"requests_per_unit={77 + attempt} "
+            deadline = time.monotonic() + 0.8
+            text = ""
+            while time.monotonic() < deadline:
+                text = rawhttp.request(port, "GET", "/v1/rules").text()
+                if want in text:
+                    break
+                time.sleep(0.05)
+            assert want in text, f"attempt {attempt}: the change was lost:\n{text}"
+        finally:
+            time.sleep(0.1)
+            p.send_signal(signal.SIGTERM)
+            p.wait(10)
+            p.stderr.close()
+
+
+# ------------------------------------------------------------ SIGTERM
+
+
+def refused(port):
+    """Whether a connection to @port is refused (the workers close their
+    listeners just after the main thread logs event=closing)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+def test_sigterm_drain(weir_factory):
+    weir = weir_factory(rules(), "--drain-delay", "1s", "--shutdown-timeout", "5s")
+    check = rawhttp.build_request("POST", "/v1/check", {
+        "domain": "test", "descriptors": [{"entries": [{"key": "keep", "value": "d"}]}]})
+    split = len(check) - 10
+
+    a = weir.conn()  # an established keep-alive connection
+    assert a.request("GET", "/healthz").status == 200
+    b = weir.conn()  # a request half-sent when SIGTERM comes
+    b.send(check[:split])
+    time.sleep(0.1)
+
+    mark = weir.mark()
+    t0 = time.monotonic()
+    weir.signal(signal.SIGTERM)
+    weir.wait_for_log(r"event=draining signal=SIGTERM", since=mark)
+
+    # draining: /healthz fails, everything else is served as before
+    r = a.request("GET", "/healthz")
+    assert (r.status, r.body) == (503, b'{"status":"draining"}')
+    assert r.header("Connection") is None
+    r = a.request("GET", "/healthcheck")
+    assert (r.status, r.body) == (503, b"draining")
+    r = a.request("POST", "/v1/check", {"domain": "test", "descriptors": [
+        {"entries": [{"key": "keep", "value": "d"}]}]})
+    assert r.status == 200
+    assert r.json()["statuses"][0]["remaining"] == 4
+    assert r.header("Connection") is None
+    with weir.conn() as c:  # new connections are still accepted
+        assert c.request("GET", "/healthz").status == 503
+
+    # then the listeners close, and idle connections with them
+    weir.wait_for_log(r"event=closing", since=mark, timeout=3)
+    assert time.monotonic() - t0 >= 0.9
+    a.wait_closed(2)
+    a.close()
+    weir.wait_until(lambda: refused(weir.port), timeout=1, what="listeners closed")
+
+    # the request in progress completes, and is told the connection ends
+    b.send(check[split:])
+    r = b.read_response()
+    assert r.status == 200
+    assert r.json()["statuses"][0]["remaining"] == 3
+    assert r.header("Connection") == "close"
+    b.wait_closed(2)
+    b.close()
+
+    assert weir.wait_exit(5) == 0
+    assert time.monotonic() - t0 < 4
+    assert weir.count_log(r"event=stopped", since=mark) == 1
+    assert weir.count_log(r"event=shutdown_timeout", since=mark) == 0
+
+
+def test_sigterm_shutdown_timeout_closes_stragglers(weir_factory):
+    weir = weir_factory(rules(), "--shutdown-timeout", "1s", "--request-timeout", "30s")
+    with weir.conn() as c:
+        c.send(b"POST /v1/check HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(0.1)
+        mark = weir.mark()
+        t0 = time.monotonic()
+        weir.signal(signal.SIGTERM)
+        weir.wait_for_log(r"event=shutdown_timeout", since=mark, timeout=3)
+        c.wait_closed(2)
+        assert weir.wait_exit(5) == 0
+        assert 0.9 <= time.monotonic() - t0 < 3
+
+
+def test_sigint_stops(weir_factory):
+    weir = weir_factory(rules())
+    mark = weir.mark()
+    weir.signal(signal.SIGINT)
+    weir.wait_for_log(r"event=draining signal=SIGINT", since=mark)
+    assert weir.wait_exit(5) == 0

@@ -418,3 +418,38 @@ def test_sigint_stops(weir_factory):
     weir.signal(signal.SIGINT)
     weir.wait_for_log(r"event=draining signal=SIGINT", since=mark)
     assert weir.wait_exit(5) == 0
+
+
+def test_environment_settings_and_json_logs(tmp_path):
+    """Every setting comes from WEIR_* as well; --log-format json logs one
+    JSON object per line."""
+    import json
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
+    env.update(WEIR_HTTP="127.0.0.1:0", WEIR_GRPC="", WEIR_RESP="", WEIR_THREADS="1",
+               WEIR_LOG_FORMAT="json", WEIR_RULES=str(path), WEIR_HEADERS="legacy")
+    p = subprocess.Popen([weir_bin(), "serve"], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    events = []
+    try:
+        for line in p.stderr:
+            events.append(json.loads(line))
+            if events[-1]["event"] == "listening":
+                break
+        listening = events[-1]
+        assert listening["level"] == "info" and listening["threads"] == "1"
+        port = int(listening["http"].rsplit(":", 1)[1])
+        r = rawhttp.request(port, "GET", "/v1/check?domain=test&keep=k")
+        assert r.status == 200
+        assert r.header("X-RateLimit-Limit") == "5"
+        assert r.header("RateLimit") is None  # WEIR_HEADERS=legacy
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rest = p.stderr.read()
+        rc = p.wait(10)
+        p.stderr.close()
+    assert rc == 0
+    tail = [json.loads(line) for line in rest.splitlines() if line.strip()]
+    assert [e["event"] for e in tail][-1] == "stopped"
+    assert all("ts" in e and "level" in e for e in events + tail)

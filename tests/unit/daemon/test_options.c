@@ -1,0 +1,180 @@
+/*
+ * test_options.c - `weir serve` settings: defaults, WEIR_* variables, flags
+ * over variables, value syntax, and the errors a typo gets.
+ */
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "options.h"
+
+/* Parses @argv (NULL-terminated, without "serve") into *o; returns the
+ * exit code and leaves what went to stderr in @err_text. */
+static int parse(serve_options *o, bool *done, char *err_text, size_t cap, ...)
+{
+    static char serve[] = "serve";
+    char *argv[32] = {serve};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, cap);
+    for (char *a; (a = va_arg(ap, char *)) != NULL && argc < 31;)
+        argv[argc++] = a;
+    va_end(ap);
+    FILE *out = fopen("/dev/null", "w");
+    FILE *err = tmpfile();
+    assert_non_null(out);
+    assert_non_null(err);
+    int rc = serve_options_parse(o, argc, argv, out, err, done);
+    rewind(err);
+    size_t n = fread(err_text, 1, cap - 1, err);
+    err_text[n] = '\0';
+    fclose(out);
+    fclose(err);
+    return rc;
+}
+
+static void clear_env(void)
+{
+    static const char *const vars[] = {
+        "WEIR_HTTP",         "WEIR_THREADS", "WEIR_MAX_MEMORY", "WEIR_CHECK_HEADERS",
+        "WEIR_IDLE_TIMEOUT", "WEIR_HEADERS", "WEIR_LOG_FORMAT", "WEIR_DEFAULT_ALGORITHM"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+}
+
+static void defaults(void **unused)
+{
+    (void)unused;
+    clear_env();
+    serve_options o;
+    bool done;
+    char err[512];
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_false(done);
+    assert_string_equal(o.http, "127.0.0.1:8080");
+    assert_string_equal(o.grpc, "127.0.0.1:8081");
+    assert_string_equal(o.resp, "127.0.0.1:6380");
+    assert_string_equal(o.store, "memory");
+    assert_int_equal(o.threads, 0);
+    assert_int_equal(o.max_memory, 0);
+    assert_int_equal(o.max_header_bytes, 16 * 1024);
+    assert_int_equal(o.max_body_bytes, 64 * 1024);
+    assert_int_equal(o.idle_timeout_ms, 60000);
+    assert_int_equal(o.request_timeout_ms, 10000);
+    assert_int_equal(o.default_algorithm, WEIR_ALGO_FIXED_WINDOW);
+    assert_true(o.headers.ietf && o.headers.legacy && o.headers.retry_after);
+    assert_true(o.watch);
+    assert_false(o.log_json);
+    assert_int_equal(o.n_check_headers, 0);
+}
+
+static void environment_then_flags(void **unused)
+{
+    (void)unused;
+    clear_env();
+    setenv("WEIR_HTTP", "127.0.0.1:9000", 1);
+    setenv("WEIR_THREADS", "3", 1);
+    setenv("WEIR_MAX_MEMORY", "512MiB", 1);
+    setenv("WEIR_CHECK_HEADERS", "X-Real-IP=remote_address,X-User=user", 1);
+    setenv("WEIR_IDLE_TIMEOUT", "1500ms", 1);
+    setenv("WEIR_LOG_FORMAT", "json", 1);
+    serve_options o;
+    bool done;
+    char err[512];
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--threads", "2", NULL), 0);
+    assert_string_equal(o.http, "127.0.0.1:9000");
+    assert_int_equal(o.threads, 2); /* the flag wins */
+    assert_int_equal(o.max_memory, 512u * 1024 * 1024);
+    assert_int_equal(o.idle_timeout_ms, 1500);
+    assert_true(o.log_json);
+    assert_int_equal(o.n_check_headers, 2);
+    assert_string_equal(o.check_headers[0].header, "X-Real-IP");
+    assert_string_equal(o.check_headers[0].key, "remote_address");
+    assert_string_equal(o.check_headers[1].header, "X-User");
+    assert_string_equal(o.check_headers[1].key, "user");
+    /* flags replace the environment's list; --flag=value works too */
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--check-header=A=a", "--check-header",
+                           "B=b", "--http", "", "--headers", "legacy", NULL),
+                     0);
+    assert_int_equal(o.n_check_headers, 2);
+    assert_string_equal(o.check_headers[0].header, "A");
+    assert_string_equal(o.check_headers[1].key, "b");
+    assert_string_equal(o.http, ""); /* an empty value disables the listener */
+    assert_false(o.headers.ietf);
+    assert_true(o.headers.legacy);
+    assert_false(o.headers.retry_after);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--headers", "none", "--default-algorithm",
+                           "gcra", "--request-timeout", "2m", "--max-body-bytes", "1k", NULL),
+                     0);
+    assert_false(o.headers.ietf || o.headers.legacy || o.headers.retry_after);
+    assert_int_equal(o.default_algorithm, WEIR_ALGO_GCRA);
+    assert_int_equal(o.request_timeout_ms, 120000);
+    assert_int_equal(o.max_body_bytes, 1000);
+    clear_env();
+}
+
+static void errors_name_the_setting(void **unused)
+{
+    (void)unused;
+    clear_env();
+    static const struct {
+        const char *flag, *value, *message;
+    } rows[] = {
+        {"--threads", "many", "weir serve: --threads 'many': not a valid N\n"},
+        {"--max-memory", "12parsecs", "weir serve: --max-memory '12parsecs': not a valid BYTES\n"},
+        {"--idle-timeout", "soon", "weir serve: --idle-timeout 'soon': not a valid DURATION\n"},
+        {"--log-level", "loud", "weir serve: --log-level 'loud': not a valid LEVEL\n"},
+        {"--default-algorithm", "magic",
+         "weir serve: --default-algorithm 'magic': not a valid NAME\n"},
+        {"--headers", "ietf,bogus", "weir serve: --headers 'ietf,bogus': not a valid LIST\n"},
+        {"--check-header", "NoEquals",
+         "weir serve: --check-header 'NoEquals': not a valid "
+         "HEADER=KEY\n"},
+        {"--store", "redis://127.0.0.1",
+         "weir serve: --store 'redis://127.0.0.1': only "
+         "'memory' is available\n"},
+        {"--max-descriptors", "65", "weir serve: --max-descriptors must be 1..64\n"},
+        {"--max-memory", "99999999999999999999",
+         "weir serve: --max-memory "
+         "'99999999999999999999': not a valid BYTES\n"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        serve_options o;
+        bool done;
+        char err[512];
+        assert_int_equal(parse(&o, &done, err, sizeof(err), rows[i].flag, rows[i].value, NULL), 2);
+        assert_string_equal(err, rows[i].message);
+    }
+    serve_options o;
+    bool done;
+    char err[512];
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--nope", "1", NULL), 2);
+    assert_string_equal(err, "weir serve: unknown option '--nope' (see weir serve --help)\n");
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--threads", NULL), 2);
+    assert_string_equal(err, "weir serve: --threads needs a value (N)\n");
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "stray", NULL), 2);
+    assert_string_equal(err, "weir serve: unexpected argument 'stray' (see weir serve --help)\n");
+    setenv("WEIR_THREADS", "x", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_string_equal(err, "weir serve: WEIR_THREADS='x': not a valid N\n");
+    clear_env();
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--help", NULL), 0);
+    assert_true(done);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(defaults),
+        cmocka_unit_test(environment_then_flags),
+        cmocka_unit_test(errors_name_the_setting),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

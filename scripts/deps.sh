@@ -10,9 +10,10 @@ packages=(
     # second compiler, sanitizer and libFuzzer runtimes, formatter
     clang libclang-rt-14-dev clang-format
     # libraries
-    libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev libjansson-dev
-    # tests: unit tests, the daemon's integration tests and their peers
-    libcmocka-dev python3 python3-pytest nginx-light curl
+    libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev libjsmn-dev
+    # tests: unit tests (jansson: the API fuzz target's JSON oracle), the
+    # daemon's integration tests and their peers
+    libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
     # benchmarks
     wrk
 )

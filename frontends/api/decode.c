@@ -2,15 +2,16 @@
  * decode.c - the API's JSON decoders: /v1/check and batch bodies and
  * upstream's proto3 JSON (POST /json), turned into engine requests.
  *
- * JSON is parsed by jansson; the parsed tree is kept until the next decode
- * so entry strings point straight into it. Arrays of descriptors and
- * entries are pools owned by the decoder: a first walk over the tree
- * counts what the request needs (bounded by the caps), the pools grow once
- * to that size, then a second walk checks types and fills them, so no
- * pointer handed out ever moves.
+ * JSON is parsed by json.c into the decoder's node array, which is kept
+ * until the next decode so entry strings point straight into the parser's
+ * copy of the body. Arrays of descriptors and entries are pools owned by
+ * the decoder: a first walk over the nodes counts what the request needs
+ * (bounded by the caps), the pools grow once to that size, then a second
+ * walk checks types and fills them, so no pointer handed out ever moves.
+ *
+ * An object given the same member twice keeps the last (as jansson did);
+ * a field given under both its proto and camelCase names is an error.
  */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "decode_internal.h"
@@ -23,28 +24,43 @@ typedef struct path {
     size_t len;
 } path;
 
-static size_t path_add(path *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends @n bytes (as many as fit) to the path. Paths are kept for every
+ * value decoded, so this is plain copying, no printf. */
+static void path_put(path *p, const char *s, size_t n)
+{
+    size_t room = sizeof(p->s) - 1 - p->len;
+    if (n > room)
+        n = room;
+    memcpy(p->s + p->len, s, n);
+    p->len += n;
+    p->s[p->len] = '\0';
+}
 
-/* Appends to the path and returns its old length, for path_cut(). */
-static size_t path_add(path *p, const char *fmt, ...)
+/* Appends ".name" (no dot at the top) and returns the old length, for
+ * path_cut(). */
+static size_t path_field(path *p, const char *name)
 {
     size_t old = p->len;
-    if (p->len < sizeof(p->s) - 1) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(p->s + p->len, sizeof(p->s) - p->len, fmt, ap);
-        va_end(ap);
-        if (n > 0)
-            p->len += (size_t)n;
-        if (p->len > sizeof(p->s) - 1)
-            p->len = sizeof(p->s) - 1;
-    }
+    if (p->len)
+        path_put(p, ".", 1);
+    path_put(p, name, strlen(name));
     return old;
 }
 
-static size_t path_field(path *p, const char *name)
+/* Appends ".name[i]" (no dot at the top); returns the old length. */
+static size_t path_item(path *p, const char *name, size_t i)
 {
-    return path_add(p, p->len ? ".%s" : "%s", name);
+    char digits[24];
+    size_t k = sizeof(digits);
+    digits[--k] = ']';
+    do {
+        digits[--k] = (char)('0' + i % 10);
+        i /= 10;
+    } while (i);
+    digits[--k] = '[';
+    size_t old = path_field(p, name);
+    path_put(p, digits + k, sizeof(digits) - k);
+    return old;
 }
 
 static void path_cut(path *p, size_t len)
@@ -68,6 +84,8 @@ static bool set_error(weir_api_error *err, int status, const path *p, const char
 
 /* ------------------------------------------------------------ JSON walking */
 
+typedef const weir_json_node jnode;
+
 typedef struct dctx {
     weir_api_decoder *d;
     weir_api_error *err;
@@ -75,77 +93,121 @@ typedef struct dctx {
     path p;
 } dctx;
 
+/* A field name and its length. */
+typedef struct lit {
+    const char *s;
+    size_t n;
+} lit;
+
+// clang-format off
+#define LIT(s) {s, sizeof(s) - 1}
+#define NO_LIT {NULL, 0}
+// clang-format on
+
+static bool key_is(jnode *key, lit nm)
+{
+    return nm.s && key->n == nm.n && memcmp(key->s, nm.s, nm.n) == 0;
+}
+
 /* One known field of an object: its name and, in proto3 JSON, its
- * lowerCamelCase spelling (NULL when the same). */
+ * lowerCamelCase spelling (NO_LIT when the same). */
 typedef struct field {
-    const char *name;
-    const char *camel;
+    lit name;
+    lit camel;
 } field;
 
 /*
  * Sorts the members of @obj into @out (one slot per field, NULL when absent
- * or null): an unknown field or one given twice (under both spellings) is
- * an error. @obj must be a JSON object.
+ * or null): an unknown field, or one given under both its spellings, is an
+ * error; a member given twice under one spelling keeps its last value.
+ * @obj must be a JSON object.
  */
-static bool get_fields(dctx *c, json_t *obj, const field *fields, size_t n, json_t **out)
+static bool get_fields(dctx *c, jnode *obj, const field *fields, size_t n, jnode **out)
 {
-    bool seen[8] = {false};
+    unsigned char seen[8] = {0}; /* the spelling seen: 1 name, 2 camel */
     for (size_t i = 0; i < n; i++)
         out[i] = NULL;
-    const char *key;
-    size_t key_len;
-    json_t *v;
-    json_object_keylen_foreach(obj, key, key_len, v)
-    {
+    jnode *key = obj + 1;
+    for (uint32_t m = 0; m < obj->n; m++) {
+        jnode *v = key + 1;
         size_t i = 0;
-        while (i < n && !weir_api_dec_key_is(key, key_len, fields[i].name) &&
-               !(c->envoy && weir_api_dec_key_is(key, key_len, fields[i].camel)))
-            i++;
+        unsigned char spelling = 0;
+        for (; i < n; i++) {
+            if (key_is(key, fields[i].name)) {
+                spelling = 1;
+                break;
+            }
+            if (c->envoy && key_is(key, fields[i].camel)) {
+                spelling = 2;
+                break;
+            }
+        }
         char q[WEIR_API_QUOTE_MAX + 4];
         if (i == n)
             return set_error(c->err, 400, &c->p, "unknown field '%s'",
-                             weir_api_dec_quote(q, key, key_len));
-        if (seen[i])
+                             weir_api_dec_quote(q, key->s, key->n));
+        if (seen[i] && seen[i] != spelling)
             return set_error(c->err, 400, &c->p, "duplicate field '%s'",
-                             weir_api_dec_quote(q, key, key_len));
-        seen[i] = true;
-        out[i] = json_is_null(v) ? NULL : v;
+                             weir_api_dec_quote(q, key->s, key->n));
+        seen[i] = spelling;
+        out[i] = v->type == WEIR_JSON_NULL ? NULL : v;
+        key = weir_json_next(v);
     }
     return true;
 }
 
-/* A string value; its bytes stay in the tree. */
-static bool get_string(dctx *c, json_t *v, const char *name, const char **s, size_t *n)
+/* The value of the last member @name of @obj (an object), NULL if none:
+ * what get_fields() picks for it. */
+static jnode *member(jnode *obj, lit nm)
 {
-    if (!json_is_string(v)) {
+    jnode *found = NULL;
+    jnode *key = obj + 1;
+    for (uint32_t m = 0; m < obj->n; m++) {
+        if (key_is(key, nm))
+            found = key + 1;
+        key = weir_json_next(key + 1);
+    }
+    return found;
+}
+
+/* A string value; its bytes stay in the parser's copy of the body. */
+static bool get_string(dctx *c, jnode *v, const char *name, const char **s, size_t *n)
+{
+    if (v->type != WEIR_JSON_STRING) {
         size_t at = path_field(&c->p, name);
         set_error(c->err, 400, &c->p, "must be a string");
         path_cut(&c->p, at);
         return false;
     }
-    *s = json_string_value(v);
-    *n = json_string_length(v);
+    *s = v->s;
+    *n = v->n;
     return true;
+}
+
+/* An integer's magnitude (up to @max) and sign; false past @max. */
+static bool int_value(jnode *v, uint64_t max, uint64_t *mag, bool *negative)
+{
+    *negative = v->s[0] == '-';
+    return weir_api_dec_decimal(v->s + *negative, v->n - *negative, max, mag);
 }
 
 /* A non-negative integer up to @max: a JSON integer, an integral real, or
  * (proto3 JSON) a decimal string. */
-static bool get_uint(dctx *c, json_t *v, const char *name, uint64_t max, uint64_t *out)
+static bool get_uint(dctx *c, jnode *v, const char *name, uint64_t max, uint64_t *out)
 {
     bool ok = false;
-    if (json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
-        ok = i >= 0 && (uint64_t)i <= max;
-        *out = (uint64_t)i;
-    } else if (json_is_real(v)) {
-        double x = json_real_value(v);
+    if (v->type == WEIR_JSON_NUMBER && v->integer) {
+        bool negative;
+        ok = int_value(v, max, out, &negative) && (!negative || *out == 0);
+    } else if (v->type == WEIR_JSON_NUMBER) {
+        double x = weir_json_double(v);
         if (x >= 0.0 && x < 18446744073709551616.0) {
             uint64_t u = (uint64_t)x;
             ok = (double)u == x && u <= max;
             *out = u;
         }
-    } else if (c->envoy && json_is_string(v)) {
-        ok = weir_api_dec_decimal(json_string_value(v), json_string_length(v), max, out);
+    } else if (c->envoy && v->type == WEIR_JSON_STRING) {
+        ok = weir_api_dec_decimal(v->s, v->n, max, out);
     }
     if (ok)
         return true;
@@ -181,34 +243,39 @@ static bool name_is(const char *s, size_t n, const char *name)
 /* A limit override's unit: a name (any case); in proto3 JSON also "UNKNOWN"
  * and envoy.type.v3.RateLimitUnit numbers 0..6. UNKNOWN becomes
  * WEIR_UNIT_NONE, which the engine refuses with its own message. */
-static bool get_unit(dctx *c, json_t *v, weir_rule_unit *out)
+static bool get_unit(dctx *c, jnode *v, weir_rule_unit *out)
 {
     size_t at = path_field(&c->p, "unit");
     char q[WEIR_API_QUOTE_MAX + 4];
-    if (json_is_string(v)) {
-        const char *s = json_string_value(v);
-        size_t n = json_string_length(v);
+    if (v->type == WEIR_JSON_STRING) {
         for (size_t i = 0; i < sizeof(unit_names) / sizeof(unit_names[0]); i++) {
-            if (name_is(s, n, unit_names[i].name)) {
+            if (name_is(v->s, v->n, unit_names[i].name)) {
                 *out = unit_names[i].unit;
                 path_cut(&c->p, at);
                 return true;
             }
         }
-        if (c->envoy && name_is(s, n, "unknown")) {
+        if (c->envoy && name_is(v->s, v->n, "unknown")) {
             *out = WEIR_UNIT_NONE;
             path_cut(&c->p, at);
             return true;
         }
-        set_error(c->err, 400, &c->p, "unknown unit '%s'", weir_api_dec_quote(q, s, n));
-    } else if (c->envoy && json_is_integer(v)) {
-        json_int_t i = json_integer_value(v);
-        if (i >= 0 && i <= 6) {
-            *out = (weir_rule_unit)i;
+        set_error(c->err, 400, &c->p, "unknown unit '%s'", weir_api_dec_quote(q, v->s, v->n));
+    } else if (c->envoy && v->type == WEIR_JSON_NUMBER && v->integer) {
+        uint64_t mag;
+        bool negative;
+        if (!int_value(v, (uint64_t)INT64_MAX + 1, &mag, &negative) ||
+            (!negative && mag > INT64_MAX)) {
+            set_error(c->err, 400, &c->p, "unknown unit '%s'", weir_api_dec_quote(q, v->s, v->n));
+        } else if (negative && mag > 0) {
+            set_error(c->err, 400, &c->p, "unknown unit '-%llu'", (unsigned long long)mag);
+        } else if (mag <= 6) {
+            *out = (weir_rule_unit)mag;
             path_cut(&c->p, at);
             return true;
+        } else {
+            set_error(c->err, 400, &c->p, "unknown unit '%llu'", (unsigned long long)mag);
         }
-        set_error(c->err, 400, &c->p, "unknown unit '%lld'", (long long)i);
     } else {
         set_error(c->err, 400, &c->p,
                   c->envoy ? "must be a string or an integer" : "must be a string");
@@ -219,42 +286,42 @@ static bool get_unit(dctx *c, json_t *v, weir_rule_unit *out)
 
 /* The items of the array field @name (absent or null: none), at most
  * @max of them (413 beyond; @what names them in the message). */
-static bool get_array(dctx *c, json_t *v, const char *name, size_t max, const char *what, size_t *n)
+static bool get_array(dctx *c, jnode *v, const char *name, size_t max, const char *what, size_t *n)
 {
     *n = 0;
     if (!v)
         return true;
-    if (!json_is_array(v)) {
+    if (v->type != WEIR_JSON_ARRAY) {
         size_t at = path_field(&c->p, name);
         set_error(c->err, 400, &c->p, "must be an array");
         path_cut(&c->p, at);
         return false;
     }
-    size_t len = json_array_size(v);
+    size_t len = v->n;
     if (len > max)
         return set_error(c->err, 413, &c->p, "too many %s (%zu > %zu)", what, len, max);
     *n = len;
     return true;
 }
 
-static bool must_be_object(dctx *c, json_t *v)
+static bool must_be_object(dctx *c, jnode *v)
 {
-    if (json_is_object(v))
+    if (v->type == WEIR_JSON_OBJECT)
         return true;
     return set_error(c->err, 400, &c->p, c->p.len ? "must be an object" : "body must be an object");
 }
 
-static bool decode_entry(dctx *c, json_t *obj, weir_entry *e)
+static bool decode_entry(dctx *c, jnode *obj, weir_entry *e)
 {
-    static const field fields[] = {{"key", NULL}, {"value", NULL}};
-    json_t *f[2];
+    static const field fields[] = {{LIT("key"), NO_LIT}, {LIT("value"), NO_LIT}};
+    jnode *f[2];
     if (!must_be_object(c, obj) || !get_fields(c, obj, fields, 2, f))
         return false;
     e->key = e->value = "";
     e->key_len = e->value_len = 0;
     for (size_t i = 0; i < 2; i++) {
         if (!f[i] && !c->envoy)
-            return set_error(c->err, 400, &c->p, "missing field '%s'", fields[i].name);
+            return set_error(c->err, 400, &c->p, "missing field '%s'", fields[i].name.s);
     }
     if (f[0] && !get_string(c, f[0], "key", &e->key, &e->key_len))
         return false;
@@ -263,17 +330,18 @@ static bool decode_entry(dctx *c, json_t *obj, weir_entry *e)
     return true;
 }
 
-static bool decode_override(dctx *c, json_t *obj, weir_limit_override *o)
+static bool decode_override(dctx *c, jnode *obj, weir_limit_override *o)
 {
-    static const field fields[] = {{"requests_per_unit", "requestsPerUnit"}, {"unit", NULL}};
-    json_t *f[2];
+    static const field fields[] = {{LIT("requests_per_unit"), LIT("requestsPerUnit")},
+                                   {LIT("unit"), NO_LIT}};
+    jnode *f[2];
     if (!must_be_object(c, obj) || !get_fields(c, obj, fields, 2, f))
         return false;
     o->requests_per_unit = 0;
     o->unit = WEIR_UNIT_NONE;
     for (size_t i = 0; i < 2; i++) {
         if (!f[i] && !c->envoy)
-            return set_error(c->err, 400, &c->p, "missing field '%s'", fields[i].name);
+            return set_error(c->err, 400, &c->p, "missing field '%s'", fields[i].name.s);
     }
     uint64_t rpu = 0;
     if (f[0] && !get_uint(c, f[0], "requests_per_unit", UINT32_MAX, &rpu))
@@ -282,13 +350,14 @@ static bool decode_override(dctx *c, json_t *obj, weir_limit_override *o)
     return !f[1] || get_unit(c, f[1], &o->unit);
 }
 
-static bool decode_descriptor(dctx *c, json_t *obj, weir_descriptor *desc, weir_limit_override *o)
+static bool decode_descriptor(dctx *c, jnode *obj, weir_descriptor *desc, weir_limit_override *o)
 {
     /* the same slots for both formats: entries, limit, hits */
-    static const field weir_fields[] = {{"entries", NULL}, {"limit", NULL}, {"hits", NULL}};
+    static const field weir_fields[] = {
+        {LIT("entries"), NO_LIT}, {LIT("limit"), NO_LIT}, {LIT("hits"), NO_LIT}};
     static const field envoy_fields[] = {
-        {"entries", NULL}, {"limit", NULL}, {"hits_addend", "hitsAddend"}};
-    json_t *f[3];
+        {LIT("entries"), NO_LIT}, {LIT("limit"), NO_LIT}, {LIT("hits_addend"), LIT("hitsAddend")}};
+    jnode *f[3];
     if (!must_be_object(c, obj) || !get_fields(c, obj, c->envoy ? envoy_fields : weir_fields, 3, f))
         return false;
     weir_api_decoder *d = c->d;
@@ -298,9 +367,10 @@ static bool decode_descriptor(dctx *c, json_t *obj, weir_descriptor *desc, weir_
         return false;
     weir_entry *entries = n ? d->entries + d->n_entries : NULL; /* no NULL + 0 */
     d->n_entries += n;
-    for (size_t i = 0; i < n; i++) {
-        size_t at = path_add(&c->p, ".entries[%zu]", i);
-        if (!decode_entry(c, json_array_get(f[0], i), &entries[i]))
+    jnode *item = f[0] ? f[0] + 1 : NULL;
+    for (size_t i = 0; i < n; i++, item = weir_json_next(item)) {
+        size_t at = path_item(&c->p, "entries", i);
+        if (!decode_entry(c, item, &entries[i]))
             return false;
         path_cut(&c->p, at);
     }
@@ -322,12 +392,14 @@ static bool decode_descriptor(dctx *c, json_t *obj, weir_descriptor *desc, weir_
     return true;
 }
 
-static bool decode_request(dctx *c, json_t *obj, weir_request *r)
+static bool decode_request(dctx *c, jnode *obj, weir_request *r)
 {
-    static const field weir_fields[] = {{"domain", NULL}, {"descriptors", NULL}, {"hits", NULL}};
-    static const field envoy_fields[] = {
-        {"domain", NULL}, {"descriptors", NULL}, {"hits_addend", "hitsAddend"}};
-    json_t *f[3];
+    static const field weir_fields[] = {
+        {LIT("domain"), NO_LIT}, {LIT("descriptors"), NO_LIT}, {LIT("hits"), NO_LIT}};
+    static const field envoy_fields[] = {{LIT("domain"), NO_LIT},
+                                         {LIT("descriptors"), NO_LIT},
+                                         {LIT("hits_addend"), LIT("hitsAddend")}};
+    jnode *f[3];
     if (!must_be_object(c, obj) || !get_fields(c, obj, c->envoy ? envoy_fields : weir_fields, 3, f))
         return false;
     weir_api_decoder *d = c->d;
@@ -341,9 +413,10 @@ static bool decode_request(dctx *c, json_t *obj, weir_request *r)
     weir_descriptor *descs = n ? d->descs + d->n_descs : NULL;
     weir_limit_override *overrides = n ? d->overrides + d->n_descs : NULL;
     d->n_descs += n;
-    for (size_t i = 0; i < n; i++) {
-        size_t at = path_add(&c->p, "%sdescriptors[%zu]", c->p.len ? "." : "", i);
-        if (!decode_descriptor(c, json_array_get(f[1], i), &descs[i], &overrides[i]))
+    jnode *item = f[1] ? f[1] + 1 : NULL;
+    for (size_t i = 0; i < n; i++, item = weir_json_next(item)) {
+        size_t at = path_item(&c->p, "descriptors", i);
+        if (!decode_descriptor(c, item, &descs[i], &overrides[i]))
             return false;
         path_cut(&c->p, at);
     }
@@ -360,37 +433,48 @@ static bool decode_request(dctx *c, json_t *obj, weir_request *r)
 /* Adds what the request @req will take from the pools, within the caps
  * (anything past a cap is refused before it is stored). Types are not
  * checked here. */
-static void count_request(const weir_api_limits *lim, json_t *req, size_t *n_descs,
+static void count_request(const weir_api_limits *lim, jnode *req, size_t *n_descs,
                           size_t *n_entries)
 {
-    json_t *descs = json_is_object(req) ? json_object_get(req, "descriptors") : NULL;
-    if (!json_is_array(descs))
+    jnode *descs = req->type == WEIR_JSON_OBJECT ? member(req, (lit)LIT("descriptors")) : NULL;
+    if (!descs || descs->type != WEIR_JSON_ARRAY)
         return;
-    size_t n = json_array_size(descs);
+    size_t n = descs->n;
     if (n > lim->max_descriptors)
         n = lim->max_descriptors;
     *n_descs += n;
-    for (size_t i = 0; i < n; i++) {
-        json_t *desc = json_array_get(descs, i);
-        json_t *entries = json_is_object(desc) ? json_object_get(desc, "entries") : NULL;
-        if (!json_is_array(entries))
+    jnode *desc = descs + 1;
+    for (size_t i = 0; i < n; i++, desc = weir_json_next(desc)) {
+        jnode *entries = desc->type == WEIR_JSON_OBJECT ? member(desc, (lit)LIT("entries")) : NULL;
+        if (!entries || entries->type != WEIR_JSON_ARRAY)
             continue;
-        size_t k = json_array_size(entries);
+        size_t k = entries->n;
         *n_entries += k > lim->max_entries ? lim->max_entries : k;
     }
 }
 
-/* Parses @body into d->root (the whole body must be one JSON value). */
-static bool parse(weir_api_decoder *d, const char *body, size_t len, weir_api_error *err)
+/* Parses @body (the whole body must be one JSON array or object); *root
+ * is the top-level value. */
+static bool parse(weir_api_decoder *d, const char *body, size_t len, weir_api_error *err,
+                  jnode **root)
 {
-    json_error_t je;
-    d->root = json_loadb(body ? body : "", body ? len : 0, JSON_ALLOW_NUL, &je);
-    if (d->root)
+    weir_json_error je;
+    weir_json_result r = weir_json_parse(&d->json, body, len, 0, &je);
+    if (r == WEIR_JSON_OK) {
+        *root = d->json.nodes;
         return true;
-    if (json_error_code(&je) == json_error_out_of_memory)
+    }
+    if (r == WEIR_JSON_NOMEM)
         return weir_api_dec_oom(err);
-    return set_error(err, 400, NULL, "malformed JSON at line %d, column %d: %s", je.line, je.column,
-                     je.text);
+    unsigned line, column;
+    weir_json_where(body, je.end, &line, &column);
+    if (je.near_len == 0)
+        return set_error(err, 400, NULL,
+                         "malformed JSON at line %u, column %u: %s near end of file", line, column,
+                         je.reason);
+    char q[WEIR_API_QUOTE_MAX + 4];
+    return set_error(err, 400, NULL, "malformed JSON at line %u, column %u: %s near '%s'", line,
+                     column, je.reason, weir_api_dec_quote(q, je.near, je.near_len));
 }
 
 /* The end of every decode: on failure nothing is kept. */
@@ -408,14 +492,15 @@ static bool decode_single(weir_api_decoder *d, const char *body, size_t len, boo
                           weir_api_error *err)
 {
     weir_api_dec_reset(d);
-    if (!parse(d, body, len, err))
+    jnode *root = NULL;
+    if (!parse(d, body, len, err, &root))
         return false;
     size_t nd = 0, ne = 0;
-    count_request(&d->lim, d->root, &nd, &ne);
+    count_request(&d->lim, root, &nd, &ne);
     if (!weir_api_dec_reserve(d, nd, ne))
         return finish(d, weir_api_dec_oom(err), 0);
     dctx c = {.d = d, .err = err, .envoy = envoy};
-    return finish(d, decode_request(&c, d->root, &d->reqs[0]), 1);
+    return finish(d, decode_request(&c, root, &d->reqs[0]), 1);
 }
 
 bool weir_api_decode_check(weir_api_decoder *d, const char *body, size_t len, weir_api_error *err)
@@ -432,24 +517,27 @@ bool weir_api_decode_envoy_json(weir_api_decoder *d, const char *body, size_t le
 bool weir_api_decode_batch(weir_api_decoder *d, const char *body, size_t len, weir_api_error *err)
 {
     weir_api_dec_reset(d);
-    if (!parse(d, body, len, err))
+    jnode *root = NULL;
+    if (!parse(d, body, len, err, &root))
         return false;
-    static const field fields[] = {{"requests", NULL}};
-    json_t *f[1];
+    static const field fields[] = {{LIT("requests"), NO_LIT}};
+    jnode *f[1];
     dctx c = {.d = d, .err = err, .envoy = false};
     size_t n;
-    if (!must_be_object(&c, d->root) || !get_fields(&c, d->root, fields, 1, f) ||
+    if (!must_be_object(&c, root) || !get_fields(&c, root, fields, 1, f) ||
         !get_array(&c, f[0], "requests", d->lim.max_batch, "requests", &n))
         return finish(d, false, 0);
     size_t nd = 0, ne = 0;
-    for (size_t i = 0; i < n; i++)
-        count_request(&d->lim, json_array_get(f[0], i), &nd, &ne);
+    jnode *item = n ? f[0] + 1 : NULL;
+    for (size_t i = 0; i < n; i++, item = weir_json_next(item))
+        count_request(&d->lim, item, &nd, &ne);
     if (!weir_api_dec_reserve(d, nd, ne))
         return finish(d, weir_api_dec_oom(err), 0);
-    for (size_t i = 0; i < n; i++) {
+    item = n ? f[0] + 1 : NULL;
+    for (size_t i = 0; i < n; i++, item = weir_json_next(item)) {
         path_cut(&c.p, 0);
-        path_add(&c.p, "requests[%zu]", i);
-        if (!decode_request(&c, json_array_get(f[0], i), &d->reqs[i]))
+        path_item(&c.p, "requests", i);
+        if (!decode_request(&c, item, &d->reqs[i]))
             return finish(d, false, 0);
     }
     return finish(d, true, n);

@@ -1,14 +1,15 @@
 /*
  * decode_internal.h - what the API decoders share: the decoder and its
- * pools, and error reporting. Private to frontends/api.
+ * pools (the JSON parser's included), and error reporting. Private to
+ * frontends/api.
  */
 #ifndef WEIR_FRONTENDS_API_DECODE_INTERNAL_H
 #define WEIR_FRONTENDS_API_DECODE_INTERNAL_H
 
-#include <jansson.h>
 #include <stdarg.h>
 
 #include "api.h"
+#include "json.h"
 
 /** Largest integer a JSON number carries exactly (weir's own formats). */
 #define WEIR_API_MAX_EXACT_INT ((uint64_t)1 << 53)
@@ -17,7 +18,7 @@
 
 struct weir_api_decoder {
     weir_api_limits lim;
-    json_t *root;
+    weir_json json; /* the parsed body: strings stay in its copy */
     size_t count;
     weir_request *reqs; /* lim.max_batch of them */
     weir_descriptor *descs;

@@ -1,7 +1,7 @@
 /*
- * decoder.c - the API decoder's storage (the parsed JSON tree, the pools of
- * requests, descriptors and entries, the query scratch buffer) and the
- * error reporting its decoders share.
+ * decoder.c - the API decoder's storage (the JSON parser's arrays, the
+ * pools of requests, descriptors and entries, the query scratch buffer)
+ * and the error reporting its decoders share.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,7 +38,7 @@ void weir_api_decoder_free(weir_api_decoder *d)
 {
     if (!d)
         return;
-    json_decref(d->root);
+    weir_json_release(&d->json);
     free(d->reqs);
     free(d->descs);
     free(d->overrides);
@@ -59,8 +59,7 @@ const weir_request *weir_api_request(const weir_api_decoder *d, size_t i)
 
 void weir_api_dec_reset(weir_api_decoder *d)
 {
-    json_decref(d->root);
-    d->root = NULL;
+    d->json.n_nodes = 0;
     d->count = 0;
     d->n_descs = 0;
     d->n_entries = 0;

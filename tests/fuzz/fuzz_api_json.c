@@ -9,6 +9,30 @@
  * decision (codes, counters and limit names derived from its bytes) that
  * is rendered by every renderer: JSON output must parse back, header
  * output must be well-formed lines. A broken invariant aborts.
+ *
+ * jansson is the oracle for the decoders' own JSON parser (api/json.c,
+ * jsmn plus strict checks): the body must parse with json.c exactly when
+ * json_loadb(JSON_ALLOW_NUL | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL)
+ * accepts it (NUL bytes in strings allowed, any top-level value, numbers
+ * of any size), and then to the same values: the same strings byte for
+ * byte, numbers equal as doubles, arrays item for item, objects member
+ * for member (jansson keeps the last of a repeated key, so only a key's
+ * last occurrence is compared). Without JSON_DECODE_ANY's counterpart the
+ * body must parse exactly when it does with it and its first byte past
+ * whitespace is '[' or '{', and the decoders report "malformed JSON"
+ * exactly then. Differences kept on principle, and so not compared:
+ *   - nesting: json.c refuses more than WEIR_JSON_MAX_DEPTH (64) levels,
+ *     jansson 2048;
+ *   - numbers past a double's range (1e400): jansson refuses them
+ *     ("real number overflow"), json.c follows RFC 8259's grammar and
+ *     leaves the range to the decoder ("must be an integer from ...");
+ *   - "\u0000" in an object key: jansson refuses it ("NUL byte in object
+ *     key not supported"), RFC 8259 allows it (the decoder then reports an
+ *     unknown field);
+ *   - a raw NUL byte right after a number, true, false or null ([1<NUL>]):
+ *     jansson 2.14 loses it (it pushes back the byte that ended the token,
+ *     and a pushed-back NUL reads as nothing) and accepts the document;
+ *     RFC 8259 and json.c refuse it ("invalid token").
  */
 #include <jansson.h>
 #include <stdint.h>
@@ -16,6 +40,7 @@
 #include <string.h>
 
 #include "api/api.h"
+#include "api/json.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,11 +54,121 @@ static void check(int ok)
 
 static weir_api_decoder *decoder;
 static weir_buf out;
+static weir_json parser;
 
 static void cleanup(void)
 {
     weir_api_decoder_free(decoder);
     weir_buf_free(&out);
+    weir_json_release(&parser);
+}
+
+/* ------------------------------------------------------------ JSON oracle */
+
+/* json.c's value @v is jansson's @o. */
+static void same_value(const weir_json_node *v, json_t *o)
+{
+    switch (v->type) {
+    case WEIR_JSON_NULL:
+        check(json_is_null(o));
+        return;
+    case WEIR_JSON_FALSE:
+        check(json_is_false(o));
+        return;
+    case WEIR_JSON_TRUE:
+        check(json_is_true(o));
+        return;
+    case WEIR_JSON_NUMBER:
+        check(json_is_real(o) && weir_json_double(v) == json_real_value(o));
+        return;
+    case WEIR_JSON_STRING:
+        check(json_is_string(o) && json_string_length(o) == v->n &&
+              memcmp(json_string_value(o), v->s, v->n) == 0);
+        return;
+    case WEIR_JSON_ARRAY: {
+        check(json_is_array(o) && json_array_size(o) == v->n);
+        const weir_json_node *item = v + 1;
+        for (uint32_t i = 0; i < v->n; i++, item = weir_json_next(item))
+            same_value(item, json_array_get(o, i));
+        check(item == v + v->span);
+        return;
+    }
+    case WEIR_JSON_OBJECT: {
+        check(json_is_object(o));
+        size_t distinct = 0;
+        const weir_json_node *key = v + 1;
+        for (uint32_t i = 0; i < v->n; i++) {
+            check(key->type == WEIR_JSON_STRING);
+            const weir_json_node *later = weir_json_next(key + 1);
+            bool last = true;
+            for (uint32_t k = i + 1; k < v->n && last; k++) {
+                last = !(later->n == key->n && memcmp(later->s, key->s, key->n) == 0);
+                later = weir_json_next(later + 1);
+            }
+            if (last) {
+                distinct++;
+                json_t *m = json_object_getn(o, key->s, key->n);
+                check(m != NULL);
+                same_value(key + 1, m);
+            }
+            key = weir_json_next(key + 1);
+        }
+        check(key == v + v->span);
+        check(json_object_size(o) == distinct);
+        return;
+    }
+    default:
+        check(0);
+    }
+}
+
+/* json.c against jansson on @p; returns whether the decoders must take
+ * @p as JSON (parsed, and an array or object), -1 when not compared. */
+static int oracle(const char *p, size_t n)
+{
+    weir_json_error je;
+    weir_json_result r = weir_json_parse(&parser, p, n, WEIR_JSON_ANY_TOP, &je);
+    check(r != WEIR_JSON_NOMEM);
+    if (r != WEIR_JSON_OK) {
+        check(je.end <= n && je.near_len <= n && je.reason[0] != '\0');
+        if (strncmp(je.reason, "nesting deeper", 14) == 0)
+            return -1;
+    }
+    json_error_t e;
+    json_t *o = json_loadb(p, n, JSON_ALLOW_NUL | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, &e);
+    if (!o) {
+        enum json_error_code code = json_error_code(&e);
+        check(code != json_error_out_of_memory);
+        if (code == json_error_numeric_overflow || code == json_error_null_byte_in_key)
+            return -1;
+        check(r != WEIR_JSON_OK);
+    } else if (r != WEIR_JSON_OK) {
+        /* only jansson's lost NUL after a primitive */
+        check(strcmp(je.reason, "invalid token") == 0 && je.near_len > 1 &&
+              memchr(je.near + 1, '\0', je.near_len - 1) != NULL);
+        json_decref(o);
+        return -1;
+    } else {
+        check(parser.n_nodes == parser.nodes[0].span && parser.n_nodes <= (n + 1) / 2);
+        same_value(&parser.nodes[0], o);
+        json_decref(o);
+    }
+    size_t at = 0;
+    while (at < n && (p[at] == ' ' || p[at] == '\t' || p[at] == '\n' || p[at] == '\r'))
+        at++;
+    bool container = r == WEIR_JSON_OK && at < n && (p[at] == '[' || p[at] == '{');
+    weir_json_result top = weir_json_parse(&parser, p, n, 0, &je);
+    check(top == (container ? WEIR_JSON_OK : WEIR_JSON_MALFORMED));
+    return container;
+}
+
+/* A JSON decoder said "malformed JSON" exactly when it had to. */
+static void check_malformed(int valid, bool ok, const weir_api_error *err)
+{
+    if (valid < 0)
+        return;
+    bool malformed = !ok && strncmp(err->message, "malformed JSON at line ", 23) == 0;
+    check(malformed == !valid);
 }
 
 /* A request header lookup over the fuzz input: X-Real-IP is its first
@@ -204,13 +339,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned mode = data[0] % 5;
     const char *body = (const char *)data + 1;
     size_t len = size - 1;
+    int valid = oracle(body, len);
     weir_api_error err;
-    if (mode == 0 || mode == 4)
-        after(weir_api_decode_check(decoder, body, len, &err), &err);
-    if (mode == 1 || mode == 4)
-        after(weir_api_decode_batch(decoder, body, len, &err), &err);
-    if (mode == 2 || mode == 4)
-        after(weir_api_decode_envoy_json(decoder, body, len, &err), &err);
+    bool ok;
+    if (mode == 0 || mode == 4) {
+        ok = weir_api_decode_check(decoder, body, len, &err);
+        check_malformed(valid, ok, &err);
+        after(ok, &err);
+    }
+    if (mode == 1 || mode == 4) {
+        ok = weir_api_decode_batch(decoder, body, len, &err);
+        check_malformed(valid, ok, &err);
+        after(ok, &err);
+    }
+    if (mode == 2 || mode == 4) {
+        ok = weir_api_decode_envoy_json(decoder, body, len, &err);
+        check_malformed(valid, ok, &err);
+        after(ok, &err);
+    }
     if (mode == 3 || mode == 4) {
         static const weir_api_header_entry hdrs[] = {
             {"X-Real-IP", "remote_address"},

@@ -222,6 +222,224 @@ static void check_malformed(void **unused)
     weir_api_decoder_free(d);
 }
 
+/* RFC 8259 exactly: what a tokenizer lets through is refused, at the
+ * line and column (characters) of the offending text. */
+static void check_strict_json(void **unused)
+{
+    (void)unused;
+    weir_api_decoder *d = weir_api_decoder_new(&caps);
+    static const struct {
+        const char *body, *message;
+    } cases[] = {
+        /* structure */
+        {"{\"domain\" \"x\"}", "line 1, column 13: ':' expected near '\"x\"'"},
+        {"{\"domain\"}", "line 1, column 10: ':' expected near '}'"},
+        {"{\"domain\"::\"x\"}", "line 1, column 11: unexpected token near ':'"},
+        {"{\"hits\":1 \"domain\":\"x\"}", "line 1, column 18: '}' expected near '\"domain\"'"},
+        {"{\"hits\":1,}", "line 1, column 11: string or '}' expected near '}'"},
+        {"{,}", "line 1, column 2: string or '}' expected near ','"},
+        {"{1:2}", "line 1, column 4: string or '}' expected near '1:2'"},
+        {"{\"descriptors\":[{} {}]}", "line 1, column 20: ']' expected near '{'"},
+        {"{\"descriptors\":[{},]}", "line 1, column 20: unexpected token near ']'"},
+        {"{\"descriptors\":[,{}]}", "line 1, column 17: unexpected token near ','"},
+        {"{\"descriptors\":[{}}", "line 1, column 19: ']' expected near '}'"},
+        {"{\"hits\":1]", "line 1, column 10: '}' expected near ']'"},
+        {"{} {}", "line 1, column 4: end of file expected near '{'"},
+        {"{}}", "line 1, column 3: end of file expected near '}'"},
+        {"{", "line 1, column 1: string or '}' expected near end of file"},
+        {"{\"domain\"", "line 1, column 9: ':' expected near end of file"},
+        {"{\"domain\":\"a\"", "line 1, column 13: '}' expected near end of file"},
+        {"{\"domain\":\"a\",", "line 1, column 14: string or '}' expected near end of file"},
+        {"  \n ", "line 2, column 1: '[' or '{' expected near end of file"},
+        {"true", "line 1, column 4: '[' or '{' expected near 'true'"},
+        {"\xef\xbb\xbf{}", "line 1, column 2: '[' or '{' expected near '?\?\?{'"},
+        /* numbers and literals */
+        {"{\"hits\":01}", "line 1, column 10: invalid token near '01'"},
+        {"{\"hits\":1.}", "line 1, column 10: invalid token near '1.'"},
+        {"{\"hits\":.5}", "line 1, column 10: invalid token near '.5'"},
+        {"{\"hits\":-}", "line 1, column 9: invalid token near '-'"},
+        {"{\"hits\":+1}", "line 1, column 10: invalid token near '+1'"},
+        {"{\"hits\":1e}", "line 1, column 10: invalid token near '1e'"},
+        {"{\"hits\":1e+}", "line 1, column 11: invalid token near '1e+'"},
+        {"{\"hits\":1.5e3.1}", "line 1, column 15: invalid token near '1.5e3.1'"},
+        {"{\"hits\":0x10}", "line 1, column 12: invalid token near '0x10'"},
+        {"{\"hits\":1:2}", "line 1, column 11: invalid token near '1:2'"},
+        {"{\"hits\":True}", "line 1, column 12: invalid token near 'True'"},
+        {"{\"hits\":nulll}", "line 1, column 13: invalid token near 'nulll'"},
+        {"{\"hits\":NaN}", "line 1, column 11: invalid token near 'NaN'"},
+        /* strings */
+        {"{\"domain\":\"\\q\"}", "line 1, column 13: invalid escape near '\"\\q'"},
+        {"{\"domain\":\"\\u12G4\"}", "line 1, column 17: invalid escape near '\"\\u12G4'"},
+        {"{\"domain\":\"\\ud800\"}",
+         "line 1, column 17: invalid Unicode '\\uD800' near '\"\\ud800'"},
+        {"{\"domain\":\"\\udc00\\ud800\"}",
+         "line 1, column 17: invalid Unicode '\\uDC00' near '\"\\udc00'"},
+        {"{\"domain\":\"\\ud800\\u0041\"}",
+         "line 1, column 17: invalid Unicode '\\uD800' near '\"\\ud800'"},
+        {"{\"domain\":\"a\tb\"}", "line 1, column 12: control character 0x9 near '\"a'"},
+        {"{\"domain\":\"a\nb\"}", "line 1, column 12: unexpected newline near '\"a'"},
+        {"{\"domain\":\"\xc3\xa9\xff\"}",
+         "line 1, column 13: invalid UTF-8 byte 0xff near '\"?\?\?'"},
+        {"{\"domain\":\"\xed\xa0\x80\"}", "line 1, column 12: invalid UTF-8 byte 0xed near '\"?'"},
+        {"{\"domain\":\"\xc0\xaf\"}", "line 1, column 12: invalid UTF-8 byte 0xc0 near '\"?'"},
+        {"{\"domain\":\"\xf4\x90\x80\x80\"}",
+         "line 1, column 12: invalid UTF-8 byte 0xf4 near '\"?'"},
+        {"{\"domain\":\"abc", "line 1, column 14: premature end of input near '\"abc'"},
+        {"{\"domain\":\"abc\\", "line 1, column 15: premature end of input near '\"abc\\'"},
+        {"{\"x\xff\":1}", "line 1, column 4: invalid UTF-8 byte 0xff near '\"x?'"},
+        /* columns count characters, lines start again after a newline */
+        {"{\"domain\":\"\xc3\xa9\xc3\xa9\", x}",
+         "line 1, column 17: string or '}' expected near 'x'"},
+        {"{\n  \"domain\": \"a\",\n  \"hits\": 01\n}",
+         "line 3, column 12: invalid token near '01'"},
+        {"\n\n  {\"x\" : 1 , }", "line 3, column 14: string or '}' expected near '}'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char want[192];
+        snprintf(want, sizeof(want), "malformed JSON at %s", cases[i].message);
+        expect_error(d, weir_api_decode_check, cases[i].body, 400, want);
+    }
+    /* raw NUL bytes: after a value, inside a number, inside a string */
+    static const struct {
+        const char body[16];
+        size_t len;
+        const char *message;
+    } nul[] = {
+        {"{}\0", 3, "malformed JSON at line 1, column 3: end of file expected near '?'"},
+        {"{\"hits\":1\0}", 11, "malformed JSON at line 1, column 10: invalid token near '1?'"},
+        {"{\"a\0\":1}", 9, "malformed JSON at line 1, column 3: control character 0x0 near '\"a'"},
+    };
+    for (size_t i = 0; i < sizeof(nul) / sizeof(nul[0]); i++) {
+        weir_api_error err;
+        assert_false(weir_api_decode_check(d, nul[i].body, nul[i].len, &err));
+        assert_int_equal(err.status, 400);
+        assert_string_equal(err.message, nul[i].message);
+    }
+    /* nesting: 64 levels decode, 65 do not */
+    char deep[256] = "{\"x\":";
+    for (int i = 0; i < 62; i++)
+        strcat(deep, "[");
+    strcat(deep, "{}");
+    for (int i = 0; i < 62; i++)
+        strcat(deep, "]");
+    strcat(deep, "}");
+    expect_error(d, weir_api_decode_check, deep, 400, "unknown field 'x'");
+    memmove(deep + 6, deep + 5, strlen(deep + 5) + 1);
+    deep[5] = '[';
+    expect_error(d, weir_api_decode_check, deep, 400,
+                 "malformed JSON at line 1, column 69: nesting deeper than 64 levels near '{'");
+    /* bodies that would take jsmn more tokens than any valid one of their
+     * length: the error is still where it is */
+    static char big[4001];
+    memset(big, '[', 4000);
+    expect_error(d, weir_api_decode_check, big, 400,
+                 "malformed JSON at line 1, column 65: nesting deeper than 64 levels near '['");
+    for (size_t i = 0; i < 4000; i += 2)
+        memcpy(big + i, i ? " 1" : "[1", 2);
+    expect_error(d, weir_api_decode_check, big, 400,
+                 "malformed JSON at line 1, column 4: ']' expected near '1'");
+    weir_api_decoder_free(d);
+}
+
+/* Escapes are decoded (in keys too), UTF-8 passes through, and decoded
+ * strings do not depend on the body, which the caller may reuse. */
+static void check_strings(void **unused)
+{
+    (void)unused;
+    weir_api_decoder *d = weir_api_decoder_new(&caps);
+    char body[] =
+        "{\"\\u0064omain\":\"a\\\"b\\\\c\\/d\\b\\f\\n\\r\\t\\u00e9\\u20AC\\ud83d\\ude00\","
+        "\"descriptors\":[{\"entries\":[{\"key\":\"k\xc3\xa9\",\"value\":\"\\u0041\\u0000\"},"
+        "{\"key\":\"\\\\\",\"value\":\"\xf0\x9f\x98\x80\"}]}]}";
+    weir_api_error err;
+    assert_true(weir_api_decode_check(d, body, strlen(body), &err));
+    memset(body, 'x', sizeof(body)); /* the request no longer needs it */
+    const weir_request *r = weir_api_request(d, 0);
+    assert_int_equal(r->domain_len, 21);
+    assert_memory_equal(r->domain, "a\"b\\c/d\b\f\n\r\t\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", 21);
+    const weir_entry *e = r->descriptors[0].entries;
+    assert_bytes(e[0].key, e[0].key_len, "k\xc3\xa9");
+    assert_int_equal(e[0].value_len, 2);
+    assert_memory_equal(e[0].value, "A\0", 2);
+    assert_entry(&e[1], "\\", "\xf0\x9f\x98\x80");
+    weir_api_decoder_free(d);
+}
+
+/* Numbers of any size are JSON; their range is the field's business. */
+static void check_big_numbers(void **unused)
+{
+    (void)unused;
+    weir_api_decoder *d = weir_api_decoder_new(&caps);
+    static const char *const bad[] = {
+        "{\"hits\":123456789012345678901234567890}",
+        "{\"hits\":-123456789012345678901234567890}",
+        "{\"hits\":18446744073709551616}",
+        "{\"hits\":1e400}",
+        "{\"hits\":-1e400}",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        expect_error(d, weir_api_decode_check, bad[i], 400,
+                     "hits: must be an integer from 0 to 9007199254740992");
+    const weir_request *r = decode_ok(d, weir_api_decode_check, "{\"hits\":1e-400}");
+    assert_int_equal(r->hits, 0);
+    r = decode_ok(d, weir_api_decode_check, "{\"hits\":90071992547409.92e2}");
+    assert_int_equal(r->hits, 9007199254740992ull);
+    /* proto3's uint64 as a JSON number, past int64 */
+    r = decode_ok(d, weir_api_decode_envoy_json,
+                  "{\"descriptors\":[{\"hitsAddend\":18446744073709551615}]}");
+    assert_int_equal(r->descriptors[0].hits, UINT64_MAX);
+    expect_error(d, weir_api_decode_envoy_json,
+                 "{\"descriptors\":[{\"hitsAddend\":18446744073709551616}]}", 400,
+                 "descriptors[0].hits_addend: must be an integer from 0 to 18446744073709551615");
+    r = decode_ok(d, weir_api_decode_envoy_json, "{\"descriptors\":[{\"limit\":{\"unit\":-0}}]}");
+    assert_int_equal(r->descriptors[0].limit->unit, WEIR_UNIT_NONE);
+    static const struct {
+        const char *unit, *message;
+    } units[] = {
+        {"9223372036854775807", "unknown unit '9223372036854775807'"},
+        {"-9223372036854775808", "unknown unit '-9223372036854775808'"},
+        {"9223372036854775808", "unknown unit '9223372036854775808'"},
+        {"-99999999999999999999", "unknown unit '-99999999999999999999'"},
+        {"1e0", "must be a string or an integer"},
+    };
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        char body[128], want[128];
+        snprintf(body, sizeof(body), "{\"descriptors\":[{\"limit\":{\"unit\":%s}}]}",
+                 units[i].unit);
+        snprintf(want, sizeof(want), "descriptors[0].limit.unit: %s", units[i].message);
+        expect_error(d, weir_api_decode_envoy_json, body, 400, want);
+    }
+    weir_api_decoder_free(d);
+}
+
+/* A member given twice keeps its last value (as with jansson), for the
+ * pools' sizing too; both spellings of a proto3 field are an error. */
+static void check_repeated_members(void **unused)
+{
+    (void)unused;
+    weir_api_decoder *d = weir_api_decoder_new(&caps);
+    const weir_request *r =
+        decode_ok(d, weir_api_decode_check,
+                  "{\"domain\":\"a\",\"descriptors\":[{}],\"domain\":\"b\","
+                  "\"descriptors\":[{\"entries\":[{\"key\":\"k\",\"value\":\"1\"}],"
+                  "\"entries\":[{\"key\":\"x\",\"value\":\"1\"},{\"key\":\"y\",\"value\":\"2\"}]},"
+                  "{}],\"hits\":null}");
+    assert_bytes(r->domain, r->domain_len, "b");
+    assert_int_equal(r->n_descriptors, 2);
+    assert_int_equal(r->descriptors[0].n_entries, 2);
+    assert_entry(&r->descriptors[0].entries[1], "y", "2");
+    r = decode_ok(d, weir_api_decode_check, "{\"domain\":\"a\",\"domain\":null}");
+    assert_int_equal(r->domain_len, 0);
+    expect_error(d, weir_api_decode_check, "{\"domain\":\"a\",\"domain\":1}", 400,
+                 "domain: must be a string");
+    r = decode_ok(d, weir_api_decode_envoy_json, "{\"hitsAddend\":1,\"hitsAddend\":2}");
+    assert_int_equal(r->hits, 2);
+    expect_error(d, weir_api_decode_envoy_json,
+                 "{\"hits_addend\":1,\"hitsAddend\":2,\"hits_addend\":3}", 400,
+                 "duplicate field 'hitsAddend'");
+    weir_api_decoder_free(d);
+}
+
 static void check_hits(void **unused)
 {
     (void)unused;
@@ -671,6 +889,10 @@ int main(void)
         cmocka_unit_test(check_nul_bytes),
         cmocka_unit_test(check_type_errors),
         cmocka_unit_test(check_malformed),
+        cmocka_unit_test(check_strict_json),
+        cmocka_unit_test(check_strings),
+        cmocka_unit_test(check_big_numbers),
+        cmocka_unit_test(check_repeated_members),
         cmocka_unit_test(check_hits),
         cmocka_unit_test(check_units),
         cmocka_unit_test(check_caps),

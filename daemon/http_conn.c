@@ -96,6 +96,8 @@ void http_conn_close(http_conn *c)
         c->next->prev = c->prev;
     atomic_fetch_sub(&w->srv->connections, 1);
     metrics_connection(w->metrics, PROTO_HTTP, -1);
+    if (!w->conns && atomic_load(&w->srv->closing))
+        worker_wake(w); /* the last one: the worker can finish now */
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }

@@ -11,12 +11,23 @@ packages=(
     clang libclang-rt-14-dev clang-format
     # libraries
     libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev libjsmn-dev
+    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+    # the well-known .proto files (google/protobuf/duration.proto, ...)
+    libprotobuf-dev
     # tests: unit tests (jansson: the API fuzz target's JSON oracle), the
     # daemon's integration tests and their peers
     libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
+    # gRPC tests: Python's grpcio client (protoc makes its descriptors)
+    python3-grpcio python3-protobuf protobuf-compiler
     # benchmarks
-    wrk
+    wrk nghttp2-client
 )
+
+# Node.js runs the second gRPC client of the tests (@grpc/grpc-js from
+# npm). Any node on the PATH will do; Debian's is installed when none is.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

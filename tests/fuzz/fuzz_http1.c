@@ -87,15 +87,18 @@ static uint64_t check_request(const weir_http1_request *r, uint64_t h)
     check((r->method == WEIR_HTTP1_GET) == str_eq(r->method_name, "GET"));
     check((r->method == WEIR_HTTP1_HEAD) == str_eq(r->method_name, "HEAD"));
     check((r->method == WEIR_HTTP1_POST) == str_eq(r->method_name, "POST"));
-    /* path and query are the target split at its first '?' */
-    check(r->path.p == r->target.p && r->path.n <= r->target.n);
+    /* path and query are the target (after the scheme and authority of an
+     * absolute-form target) split at the first '?' */
+    const char *t_end = r->target.p + r->target.n;
+    check(r->path.p >= r->target.p && r->path.p + r->path.n <= t_end);
+    check(r->target.p[0] != '/' || r->path.p == r->target.p);
     check(memchr(r->path.p, '?', r->path.n) == NULL);
-    if (r->path.n < r->target.n) {
-        check(r->target.p[r->path.n] == '?');
-        check(r->query.p == r->target.p + r->path.n + 1);
-        check(r->query.n == r->target.n - r->path.n - 1);
+    const char *after = r->path.p + r->path.n;
+    if (after < t_end && *after == '?') {
+        check(r->query.p == after + 1);
+        check(r->query.n == (size_t)(t_end - after - 1));
     } else {
-        check(r->query.n == 0);
+        check(after == t_end && r->query.n == 0);
     }
     check(r->version_minor <= 1);
     check(r->n_headers <= WEIR_HTTP1_MAX_HEADERS);

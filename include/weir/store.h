@@ -60,7 +60,8 @@ typedef struct weir_op {
 
 /** Batch flag: decide every TAKE first and charge them only if all are
  *  admitted, atomically (check all, then charge all). When one is denied,
- *  none is charged and every op reports what it would have got. */
+ *  none is charged: the denying ops report their denial, the others their
+ *  state as it stays (as a look with no hits would). */
 #define WEIR_BATCH_ATOMIC 1u
 
 /**

@@ -778,6 +778,18 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         if (op->status == WEIR_OK && op->kind == WEIR_OP_TAKE && !op->result.allowed)
             denied = true;
     }
+    /* Denied: nothing is charged, so the ops that would have admitted
+     * report their state as it stays (a look with no hits), not as it
+     * would have been after a charge that never happens. */
+    for (size_t i = 0; denied && i < n; i++) {
+        weir_op *op = &ops[i];
+        if (op->status != WEIR_OK || op->kind != WEIR_OP_TAKE || !op->result.allowed)
+            continue;
+        shard *sh = shard_of(ms, h[i]);
+        int64_t t = now_us < sh->last_now_us ? sh->last_now_us : now_us;
+        const void *state = found[i] ? entry_state(found[i]) : zero_state.b;
+        op->status = weir_check(op->limit, state, t, 0, &op->result);
+    }
     /* Charge. An entry found above stays where it is until something is
      * inserted or removed, so decide on it directly until then; a key to be
      * created goes the general way, and everything after it too. */

@@ -169,6 +169,7 @@ static void outcomes_of_every_limit(void **unused)
     assert_int_equal(o.first[0].requests_per_unit, 2);
     assert_string_equal(o.first[1].limit->name, "per_day");
     assert_false(o.first[1].denied);
+    assert_int_equal(o.first[1].remaining, 98); /* as it stays: nothing was charged */
     assert_int_equal(o.first[1].window_us, 86400000000);
     /* the denied third request charged nothing: a peek still sees 98 */
     d.has_hits = true;

@@ -302,6 +302,9 @@ static void atomic_batch_charges_all_or_nothing(void **unused)
     assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
     assert_int_equal(ops[0].status, WEIR_OK);
     assert_false(ops[1].result.allowed);
+    /* the admitting op reports its budget as it stays, not as if charged */
+    assert_true(ops[0].result.allowed);
+    assert_int_equal(ops[0].result.remaining, 8);
     /* the user's budget is untouched by the denied request */
     weir_result r = take(st, "user:1", &per_user, 0, 0);
     assert_int_equal(r.remaining, 8);

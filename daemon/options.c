@@ -43,6 +43,15 @@ static const option options[] = {
      "HTTP/1.1 listener (JSON API, /metrics, /healthz); empty disables it"},
     {"grpc", "WEIR_GRPC", "HOST:PORT", "127.0.0.1:8081", K_TEXT, AT(grpc),
      "gRPC listener (Envoy ShouldRateLimit); empty disables it"},
+    {"grpc-response-headers", "WEIR_GRPC_RESPONSE_HEADERS", "BOOL", "false", K_BOOL,
+     AT(grpc_response_headers),
+     "gRPC: add the --headers rate limit headers to response_headers_to_add"},
+    {"grpc-raw-body", "WEIR_GRPC_RAW_BODY", "BOOL", "false", K_BOOL, AT(grpc_raw_body),
+     "gRPC: put a problem+json body in raw_body when over the limit"},
+    {"grpc-max-streams", "WEIR_GRPC_MAX_STREAMS", "N", "1024", K_COUNT, AT(grpc_max_streams),
+     "gRPC: concurrent calls on one connection (HTTP/2 MAX_CONCURRENT_STREAMS)"},
+    {"grpc-max-message-bytes", "WEIR_GRPC_MAX_MESSAGE_BYTES", "BYTES", "64KiB", K_BYTES,
+     AT(grpc_max_message_bytes), "gRPC: one request message (RESOURCE_EXHAUSTED beyond)"},
     {"resp", "WEIR_RESP", "HOST:PORT", "127.0.0.1:6380", K_TEXT, AT(resp),
      "Redis-protocol listener (CL.THROTTLE); empty disables it"},
     {"threads", "WEIR_THREADS", "N", "0", K_COUNT, AT(threads),
@@ -279,9 +288,10 @@ void serve_options_usage(FILE *f)
 {
     fprintf(f, "usage: weir serve [OPTIONS]\n\n"
                "Runs the rate limit service: it loads the rules, listens, and answers\n"
-               "\"may this request proceed?\" over HTTP/JSON (and gRPC / the Redis\n"
-               "protocol as they are enabled). Every option can also be set with the\n"
-               "environment variable shown; a flag wins over the environment.\n\n"
+               "\"may this request proceed?\" over HTTP/JSON and over gRPC (Envoy's\n"
+               "rate limit service, ShouldRateLimit, and grpc.health.v1). Every option\n"
+               "can also be set with the environment variable shown; a flag wins over\n"
+               "the environment.\n\n"
                "  weir serve --rules examples/rules.yaml\n"
                "  curl -si localhost:8080/v1/check -d '{\"domain\":\"api\","
                "\"descriptors\":[{\"entries\":[{\"key\":\"api_key\",\"value\":\"k1\"}]}]}'\n\n"
@@ -370,6 +380,14 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     if (o->max_batch == 0 || o->max_header_bytes < 256 || o->max_body_bytes == 0) {
         fprintf(err, "weir serve: --max-batch, --max-header-bytes (>= 256) and "
                      "--max-body-bytes must be positive\n");
+        return 2;
+    }
+    if (o->grpc_max_streams == 0 || o->grpc_max_streams > INT32_MAX ||
+        o->grpc_max_message_bytes == 0 || o->grpc_max_message_bytes > UINT32_MAX) {
+        fprintf(err,
+                "weir serve: --grpc-max-streams must be 1..%d and "
+                "--grpc-max-message-bytes 1..4GiB\n",
+                INT32_MAX);
         return 2;
     }
     if (strcmp(o->store, "memory") != 0) {

@@ -42,6 +42,10 @@ typedef struct serve_options {
     int64_t drain_delay_ms;
     int64_t shutdown_timeout_ms;
     weir_api_header_opts headers;
+    bool grpc_response_headers; /* ShouldRateLimit's response_headers_to_add */
+    bool grpc_raw_body;         /* and its raw_body on OVER_LIMIT */
+    uint64_t grpc_max_streams;
+    uint64_t grpc_max_message_bytes;
     /* --check-header HEADER=KEY, backed by check_header_text. */
     weir_api_header_entry check_headers[SERVE_MAX_CHECK_HEADERS];
     size_t n_check_headers;

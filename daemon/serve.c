@@ -428,9 +428,14 @@ static int start(server *s)
             return 1;
         }
     }
-    if (s->opt.grpc[0])
-        dlog(WEIR_LOG_WARN, "listener_unavailable", "protocol", "grpc", "address", s->opt.grpc,
-             "reason", "not implemented in this version", NULL);
+    if (s->opt.grpc[0]) {
+        s->grpc_fds = listen_all(s->opt.grpc, s->n_workers, "http", s->grpc_url,
+                                 sizeof(s->grpc_url), err, sizeof(err));
+        if (!s->grpc_fds) {
+            fprintf(stderr, "weir serve: --grpc %s\n", err);
+            return 1;
+        }
+    }
     if (s->opt.resp[0])
         dlog(WEIR_LOG_WARN, "listener_unavailable", "protocol", "resp", "address", s->opt.resp,
              "reason", "not implemented in this version", NULL);
@@ -445,12 +450,17 @@ static int start(server *s)
     }
     char threads[16];
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
-    dlog(WEIR_LOG_INFO, "listening", "http", s->http_url[0] ? s->http_url : "off", "threads",
-         threads, "store", s->opt.store, "version", weir_version(), NULL);
+    dlog(WEIR_LOG_INFO, "listening", "http", s->http_url[0] ? s->http_url : "off", "grpc",
+         s->grpc_url[0] ? s->grpc_url : "off", "threads", threads, "store", s->opt.store, "version",
+         weir_version(), NULL);
     if (s->http_url[0]) {
         printf("weir %s: serving %s\n  check:   curl -s %s/v1/check -d @request.json\n"
                "  health:  %s/healthz\n  metrics: %s/metrics\n  rules:   %s/v1/rules\n",
                weir_version(), s->opt.rules, s->http_url, s->http_url, s->http_url, s->http_url);
+        fflush(stdout);
+    }
+    if (s->grpc_url[0]) {
+        printf("  grpc:    %s (envoy.service.ratelimit.v3.RateLimitService)\n", s->grpc_url);
         fflush(stdout);
     }
     return 0;
@@ -465,6 +475,7 @@ static void stop(server *s)
     }
     free(s->workers);
     free(s->http_fds);
+    free(s->grpc_fds);
     weir_engine_free(s->engine);
     weir_store_free(s->store);
     weir_ctx_free(s->ctx);

@@ -1,7 +1,7 @@
 /*
  * server.h - the running service: what every worker shares (engine,
  * store, metrics, settings, the drain flag) and one worker's own state
- * (its libuv loop, listener, engine reader, decoder and connections).
+ * (its libuv loop, listeners, engine reader, decoders and connections).
  */
 #ifndef WEIR_DAEMON_SERVER_H
 #define WEIR_DAEMON_SERVER_H
@@ -13,12 +13,14 @@
 #include <uv.h>
 
 #include "api/api.h"
+#include "grpc/rls.h"
 #include "metrics.h"
 #include "options.h"
 #include "weir/weir.h"
 
 typedef struct server server;
 typedef struct http_conn http_conn;
+typedef struct grpc_conn grpc_conn;
 
 typedef struct worker {
     server *srv;
@@ -28,6 +30,8 @@ typedef struct worker {
     uv_async_t wake; /* server state changed (drain, stop) */
     uv_tcp_t http;   /* listener */
     bool http_open;
+    uv_tcp_t grpc; /* listener */
+    bool grpc_open;
     uv_timer_t tick; /* once a second: Date, store sweep (worker 0) */
     weir_engine_reader *reader;
     metrics_shard *metrics;
@@ -39,10 +43,13 @@ typedef struct worker {
                          the next read, so one buffer serves the loop */
     size_t rbuf_cap;
     http_conn *conns; /* every open connection, for draining */
-    bool draining;    /* this loop has seen the drain */
-    bool stopping;    /* closing everything */
-    char date[40];    /* "Date: ...\r\n", refreshed by tick */
-    uint64_t rng;     /* Retry-After jitter */
+    grpc_conn *grpc_conns;
+    weir_rls_decoder *rls; /* gRPC ShouldRateLimit requests */
+    weir_buf grpc_msg;     /* scratch: a gRPC response message */
+    bool draining;         /* this loop has seen the drain */
+    bool stopping;         /* closing everything */
+    char date[40];         /* "Date: ...\r\n", refreshed by tick */
+    uint64_t rng;          /* Retry-After jitter */
 } worker;
 
 struct server {
@@ -55,6 +62,8 @@ struct server {
     worker *workers;
     int *http_fds; /* one listening socket per worker (SO_REUSEPORT) */
     char http_url[SERVE_ADDR_BYTES + 16];
+    int *grpc_fds; /* the same for gRPC */
+    char grpc_url[SERVE_ADDR_BYTES + 16];
     _Atomic bool draining; /* /healthz fails; listeners close after the delay */
     _Atomic bool closing;  /* listeners closed; idle connections go */
     _Atomic bool stopping; /* shutdown timeout passed: close everything */
@@ -90,5 +99,14 @@ void http_conn_drain(http_conn *c);
 /** Close at once. */
 void http_conn_close(http_conn *c);
 http_conn *http_conn_next(http_conn *c);
+
+/* grpc_conn.c */
+/** Accept a connection on @w's gRPC listener. */
+void grpc_conn_accept(worker *w);
+/** Drain: GOAWAY, answer the calls in flight, then close. */
+void grpc_conn_drain(grpc_conn *c);
+/** Close at once. */
+void grpc_conn_close(grpc_conn *c);
+grpc_conn *grpc_conn_next(grpc_conn *c);
 
 #endif /* WEIR_DAEMON_SERVER_H */

@@ -1,6 +1,6 @@
 /*
  * worker.c - one worker thread: its own libuv loop, its own listening
- * socket (the kernel spreads connections over the workers' sockets with
+ * sockets (the kernel spreads connections over the workers' sockets with
  * SO_REUSEPORT), its engine reader and its scratch buffers. Nothing here
  * is shared between workers except the server's engine, store, metrics
  * and flags.
@@ -35,7 +35,10 @@ static void on_connection(uv_stream_t *s, int status)
         dlog(WEIR_LOG_WARN, "accept_failed", "error", uv_strerror(status), NULL);
         return;
     }
-    http_conn_accept(w);
+    if (s == (uv_stream_t *)&w->grpc)
+        grpc_conn_accept(w);
+    else
+        http_conn_accept(w);
 }
 
 static void close_listener(worker *w)
@@ -44,11 +47,16 @@ static void close_listener(worker *w)
         w->http_open = false;
         uv_close((uv_handle_t *)&w->http, NULL);
     }
+    if (w->grpc_open) {
+        w->grpc_open = false;
+        uv_close((uv_handle_t *)&w->grpc, NULL);
+    }
 }
 
-/* Looks at the server's flags: closing shuts the listener and lets idle
- * connections go; stopping closes every connection. Once closing and no
- * connection is left, the loop's own handles close and uv_run returns. */
+/* Looks at the server's flags: closing shuts the listeners, lets idle
+ * HTTP connections go and sends gRPC connections their GOAWAY; stopping
+ * closes every connection. Once closing and no connection is left, the
+ * loop's own handles close and uv_run returns. */
 static void apply_state(worker *w)
 {
     server *s = w->srv;
@@ -64,7 +72,14 @@ static void apply_state(worker *w)
             else
                 http_conn_drain(c);
         }
-        if (!w->conns) {
+        for (grpc_conn *c = w->grpc_conns, *next; c; c = next) {
+            next = grpc_conn_next(c);
+            if (stop)
+                grpc_conn_close(c);
+            else
+                grpc_conn_drain(c);
+        }
+        if (!w->conns && !w->grpc_conns) {
             w->stopping = true;
             uv_close((uv_handle_t *)&w->tick, NULL);
             uv_close((uv_handle_t *)&w->wake, NULL);
@@ -113,12 +128,15 @@ int worker_start(worker *w)
         w->rng = 1;
     weir_buf_init(&w->body, SIZE_MAX);
     weir_buf_init(&w->headers, 1u << 20);
+    weir_buf_init(&w->grpc_msg, SIZE_MAX);
     w->rbuf_cap = 64 * 1024;
     w->rbuf = malloc(w->rbuf_cap);
     weir_api_limits lim = {(size_t)s->opt.max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
                            (size_t)s->opt.max_batch};
     w->decoder = weir_api_decoder_new(&lim);
-    if (!w->rbuf || !w->decoder || weir_engine_reader_new(s->engine, &w->reader) != WEIR_OK)
+    w->rls = weir_rls_decoder_new(&lim);
+    if (!w->rbuf || !w->decoder || !w->rls ||
+        weir_engine_reader_new(s->engine, &w->reader) != WEIR_OK)
         return UV_ENOMEM;
     w->metrics = metrics_shard_at(s->metrics, w->id);
     set_date(w);
@@ -135,6 +153,14 @@ int worker_start(worker *w)
             (rc = uv_listen((uv_stream_t *)&w->http, 1024, on_connection)) < 0)
             return rc;
     }
+    if (s->grpc_fds) {
+        uv_tcp_init(&w->loop, &w->grpc);
+        w->grpc.data = w;
+        w->grpc_open = true;
+        if ((rc = uv_tcp_open(&w->grpc, s->grpc_fds[w->id])) < 0 ||
+            (rc = uv_listen((uv_stream_t *)&w->grpc, 1024, on_connection)) < 0)
+            return rc;
+    }
     if (pthread_create(&w->thread, NULL, run, w) != 0)
         return UV_EAGAIN;
     return 0;
@@ -147,6 +173,8 @@ void worker_cleanup(worker *w)
     uv_loop_close(&w->loop);
     weir_engine_reader_free(w->reader);
     weir_api_decoder_free(w->decoder);
+    weir_rls_decoder_free(w->rls);
+    weir_buf_free(&w->grpc_msg);
     weir_buf_free(&w->body);
     weir_buf_free(&w->headers);
     free(w->rbuf);

@@ -95,8 +95,7 @@ const weir_request *weir_rls_request(const weir_rls_decoder *d);
  * @raw_body is not NULL.
  */
 void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
-                              const weir_buf *header_lines, const char *raw_body,
-                              size_t raw_len);
+                              const weir_buf *header_lines, const char *raw_body, size_t raw_len);
 
 /** Append a serialized RateLimitRequest (for clients: the load generator
  *  and tests). */

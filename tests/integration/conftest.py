@@ -70,6 +70,7 @@ class Weir:
         self.cond = threading.Condition()
         self.proc = None
         self.port = None
+        self.grpc_port = None
         self.returncode = None
         self._reader = None
         self._finished = False
@@ -109,6 +110,9 @@ class Weir:
         assert m, f"no port in {line!r}"
         self.port = int(m.group(1))
         assert self.port > 0
+        # the gRPC listener, when a test turned it on ("--grpc 127.0.0.1:0")
+        m = re.search(r"grpc=http://127\.0\.0\.1:(\d+)", line)
+        self.grpc_port = int(m.group(1)) if m else None
         return self
 
     def _read_stderr(self):

@@ -14,7 +14,7 @@ CMAKE ?= cmake
 WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test test-asan test-tsan fuzz bench bench-http format format-check clean
+.PHONY: all deps node-deps build run test test-asan test-tsan fuzz bench bench-http format format-check clean
 
 all: build
 
@@ -30,7 +30,12 @@ build: deps
 run: build
 	./build/weir serve --rules examples/rules.yaml $(ARGS)
 
-test: deps test-asan test-tsan
+test: deps node-deps test-asan test-tsan
+
+# The gRPC tests' second client (@grpc/grpc-js), from npm: test tools only.
+node-deps:
+	@[ -d tests/integration/node/node_modules ] || \
+	    (cd tests/integration/node && npm ci --silent --no-audit --no-fund)
 
 test-asan:
 	CC=gcc $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \

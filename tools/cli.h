@@ -16,4 +16,7 @@ int weir_cli_sim(int argc, char **argv);
 /* `weir config check|print PATH`: argv[0] is "config". */
 int weir_cli_config(int argc, char **argv);
 
+/* `weir bench SUBCOMMAND` (load generators): argv[0] is "bench". */
+int weir_cli_bench(int argc, char **argv);
+
 #endif /* WEIR_TOOLS_CLI_H */

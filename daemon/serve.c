@@ -454,7 +454,8 @@ static int start(server *s)
          s->grpc_url[0] ? s->grpc_url : "off", "threads", threads, "store", s->opt.store, "version",
          weir_version(), NULL);
     if (s->http_url[0]) {
-        printf("weir %s: serving %s\n  check:   curl -s %s/v1/check -d @request.json\n"
+        printf("weir %s: serving %s\n"
+               "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
                "  health:  %s/healthz\n  metrics: %s/metrics\n  rules:   %s/v1/rules\n",
                weir_version(), s->opt.rules, s->http_url, s->http_url, s->http_url, s->http_url);
         fflush(stdout);

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench_grpc.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -433,67 +434,14 @@ int weir_bench_grpc_parse_args(int argc, char **argv, weir_bench_grpc_opts *o)
 
 /* ------------------------------------------------------------ the mix */
 
-/* Read all of @path, at most WEIR_BENCH_MAX_FILE_BYTES. Prints the error. */
-static bool read_file(const char *path, char **out, size_t *out_len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "weir bench grpc: --file %s: %s\n", path, strerror(errno));
-        return false;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    bool ok = true;
-    for (;;) {
-        if (len == cap) {
-            if (cap > WEIR_BENCH_MAX_FILE_BYTES) {
-                fprintf(stderr, "weir bench grpc: --file %s: larger than %zu MiB\n", path,
-                        WEIR_BENCH_MAX_FILE_BYTES >> 20);
-                ok = false;
-                break;
-            }
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                fprintf(stderr, "weir bench grpc: --file %s: out of memory\n", path);
-                ok = false;
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, fp);
-        len += got;
-        if (got == 0) {
-            if (ferror(fp)) {
-                fprintf(stderr, "weir bench grpc: --file %s: read error\n", path);
-                ok = false;
-            }
-            break;
-        }
-    }
-    fclose(fp);
-    if (ok && len > WEIR_BENCH_MAX_FILE_BYTES) {
-        fprintf(stderr, "weir bench grpc: --file %s: larger than %zu MiB\n", path,
-                WEIR_BENCH_MAX_FILE_BYTES >> 20);
-        ok = false;
-    }
-    if (!ok) {
-        free(buf);
-        return false;
-    }
-    *out = buf;
-    *out_len = len;
-    return true;
-}
-
 int weir_bench_grpc_load_mix(const weir_bench_grpc_opts *o, weir_bench_mix *m)
 {
     weir_bench_mix_error err = {0, ""};
     if (o->file) {
         char *data = NULL;
         size_t len = 0;
-        if (!read_file(o->file, &data, &len))
+        if (!weir_cli_read_file("weir bench grpc: --file ", o->file, WEIR_BENCH_MAX_FILE_BYTES,
+                                &data, &len))
             return 2;
         bool ok = weir_bench_mix_parse_file(m, data, len, &err);
         free(data);

@@ -10,6 +10,7 @@
  * floating point.
  */
 #include "sim.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -830,60 +831,6 @@ static void print_report(FILE *f, const weir_sim_config *cfg, const weir_sim_rep
 /* ------------------------------------------------------------------------ */
 /* Running                                                                  */
 
-/* Read all of @path (at most WEIR_SIM_MAX_TRACE_BYTES). Prints the error. */
-static bool read_file(const char *path, char **out, size_t *out_len)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        fprintf(stderr, "weir sim: %s: %s\n", path, strerror(errno));
-        return false;
-    }
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    bool ok = true;
-    for (;;) {
-        if (len == cap) {
-            if (cap > WEIR_SIM_MAX_TRACE_BYTES) {
-                fprintf(stderr, "weir sim: %s: larger than the cap of %zu MiB\n", path,
-                        WEIR_SIM_MAX_TRACE_BYTES >> 20);
-                ok = false;
-                break;
-            }
-            size_t ncap = cap ? cap * 2 : 65536;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                fprintf(stderr, "weir sim: %s: out of memory\n", path);
-                ok = false;
-                break;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        size_t got = fread(buf + len, 1, cap - len, fp);
-        len += got;
-        if (got == 0) {
-            if (ferror(fp)) {
-                fprintf(stderr, "weir sim: %s: read error\n", path);
-                ok = false;
-            }
-            break;
-        }
-    }
-    fclose(fp);
-    if (ok && len > WEIR_SIM_MAX_TRACE_BYTES) {
-        fprintf(stderr, "weir sim: %s: larger than the cap of %zu MiB\n", path,
-                WEIR_SIM_MAX_TRACE_BYTES >> 20);
-        ok = false;
-    }
-    if (!ok) {
-        free(buf);
-        return false;
-    }
-    *out = buf;
-    *out_len = len;
-    return true;
-}
-
 /* Fill @t from the trace file or the pattern. Returns -1 to go on, else
  * the exit code after the message. */
 static int load_traffic(const sim_args *a, weir_trace *t)
@@ -909,7 +856,7 @@ static int load_traffic(const sim_args *a, weir_trace *t)
     }
     char *buf = NULL;
     size_t len = 0;
-    if (!read_file(a->trace_path, &buf, &len))
+    if (!weir_cli_read_file("weir sim: ", a->trace_path, WEIR_SIM_MAX_TRACE_BYTES, &buf, &len))
         return 1;
     weir_trace_error err;
     weir_status st = weir_trace_parse(t, buf, len, &err);

@@ -86,28 +86,6 @@ static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st,
     reply(d->cc);
 }
 
-/* Why the engine would refuse @req, in upstream's words where upstream
- * has them; NULL when it looks acceptable. */
-static const char *refusal(const weir_request *req, char *buf, size_t cap)
-{
-    if (!req->domain_len)
-        return "rate limit domain must not be empty";
-    if (!req->n_descriptors)
-        return "rate limit descriptor list must not be empty";
-    for (size_t i = 0; i < req->n_descriptors; i++) {
-        const weir_descriptor *d = &req->descriptors[i];
-        if (!d->n_entries) {
-            snprintf(buf, cap, "descriptors[%zu] has no entries", i);
-            return buf;
-        }
-        if (d->limit && d->limit->unit == WEIR_UNIT_NONE) {
-            snprintf(buf, cap, "descriptors[%zu].limit.unit must not be UNKNOWN", i);
-            return buf;
-        }
-    }
-    return NULL;
-}
-
 static void should_rate_limit(const call_ctx *cc, const weir_grpc_call *call)
 {
     worker *w = cc->w;
@@ -118,7 +96,7 @@ static void should_rate_limit(const call_ctx *cc, const weir_grpc_call *call)
     }
     const weir_request *req = weir_rls_request(w->rls);
     char msg[192];
-    const char *why = refusal(req, msg, sizeof(msg));
+    const char *why = weir_api_refusal(req, msg, sizeof(msg));
     if (why) {
         fail(cc, WEIR_GRPC_INVALID_ARGUMENT, why);
         return;

@@ -111,28 +111,6 @@ static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st,
     d->answer(d->c, d->req, &dec, d->now_us);
 }
 
-/* Why the engine refuses @req, in upstream's words where upstream has
- * them; NULL when it looks acceptable. */
-static const char *refusal(const weir_request *req, char *buf, size_t cap)
-{
-    if (!req->domain_len)
-        return "rate limit domain must not be empty";
-    if (!req->n_descriptors)
-        return "rate limit descriptor list must not be empty";
-    for (size_t i = 0; i < req->n_descriptors; i++) {
-        const weir_descriptor *d = &req->descriptors[i];
-        if (!d->n_entries) {
-            snprintf(buf, cap, "descriptors[%zu] has no entries", i);
-            return buf;
-        }
-        if (d->limit && d->limit->unit == WEIR_UNIT_NONE) {
-            snprintf(buf, cap, "descriptors[%zu].limit.unit must not be UNKNOWN", i);
-            return buf;
-        }
-    }
-    return NULL;
-}
-
 /*
  * Decides @req into w->statuses and has @answer answer it. Returns 0, or
  * the HTTP status of a refusal with @msg filled (nothing answered then).
@@ -143,7 +121,7 @@ static const char *refusal(const weir_request *req, char *buf, size_t cap)
 static int decide(http_conn *c, const weir_request *req, answer_fn answer, char *msg, size_t cap)
 {
     worker *w = http_worker(c);
-    const char *why = refusal(req, msg, cap);
+    const char *why = weir_api_refusal(req, msg, cap);
     if (why) {
         if (why != msg)
             snprintf(msg, cap, "%s", why);

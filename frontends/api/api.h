@@ -93,6 +93,13 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
                            const char *(*get_header)(void *arg, const char *name, size_t *len),
                            void *arg, weir_api_error *err);
 
+/** Why the engine would refuse @req, in upstream's words where upstream
+ *  has them ("rate limit domain must not be empty", "rate limit
+ *  descriptor list must not be empty"; "descriptors[N] has no entries",
+ *  "descriptors[N].limit.unit must not be UNKNOWN", written into @buf);
+ *  NULL when it looks acceptable. Every protocol answers with these. */
+const char *weir_api_refusal(const weir_request *req, char *buf, size_t cap);
+
 size_t weir_api_count(const weir_api_decoder *d);
 const weir_request *weir_api_request(const weir_api_decoder *d, size_t i);
 

@@ -9,7 +9,7 @@
 #include "weir/weir.h"
 
 static const weir_cli_command commands[] = {
-    {"serve", "run the rate limit service (HTTP, gRPC, RESP)", weir_cli_serve},
+    {"serve", "run the rate limit service (HTTP and gRPC)", weir_cli_serve},
     {"sim", "replay a traffic pattern through every algorithm", weir_cli_sim},
     {"config", "check or print a rule file or directory", weir_cli_config},
     {"bench", "load-test a running weir (gRPC)", weir_cli_bench},

@@ -14,6 +14,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "bench_grpc.h"
+#include "number.h"
 #include "readfile.h"
 
 #include <errno.h>
@@ -147,43 +148,21 @@ static int usage_error(const char *fmt, ...)
 
 /* ------------------------------------------------------------ values */
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (!*s)
-        return false;
-    for (; *s; s++) {
-        if (!is_digit(*s))
-            return false;
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (max - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 bool weir_bench_parse_seconds(const char *s, uint64_t max_ns, uint64_t *ns)
 {
-    if (!s || !is_digit(*s))
+    if (!s || !weir_cli_is_digit(*s))
         return false;
     uint64_t whole = 0, frac = 0, scale = 1;
-    for (; is_digit(*s); s++) {
+    for (; weir_cli_is_digit(*s); s++) {
         whole = whole * 10 + (unsigned)(*s - '0');
         if (whole > max_ns)
             return false;
     }
     if (*s == '.') {
         s++;
-        if (!is_digit(*s))
+        if (!weir_cli_is_digit(*s))
             return false;
-        for (unsigned n = 0; is_digit(*s); s++, n++) {
+        for (unsigned n = 0; weir_cli_is_digit(*s); s++, n++) {
             if (n == 9)
                 return false; /* finer than a nanosecond */
             frac = frac * 10 + (unsigned)(*s - '0');
@@ -228,7 +207,7 @@ bool weir_bench_parse_target(const char *s, char *host, size_t host_cap, char *p
             return false; /* an IPv6 address needs brackets */
     }
     uint64_t p;
-    if (hn == 0 || hn >= host_cap || !parse_u64(colon + 1, 65535, &p) || p == 0 ||
+    if (hn == 0 || hn >= host_cap || !weir_cli_parse_u64(colon + 1, 65535, &p) || p == 0 ||
         strlen(colon + 1) >= port_cap)
         return false;
     memcpy(host, h, hn);
@@ -275,7 +254,7 @@ static int int_option(const char *const *val, opt_id id, uint64_t min, uint64_t 
 {
     if (!val[id])
         return 0;
-    if (!parse_u64(val[id], max, out) || *out < min)
+    if (!weir_cli_parse_u64(val[id], max, out) || *out < min)
         return usage_error("--%s wants an integer %llu..%llu, not '%s'", options[id].name,
                            (unsigned long long)min, (unsigned long long)max, val[id]);
     return 0;

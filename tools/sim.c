@@ -10,6 +10,7 @@
  * floating point.
  */
 #include "sim.h"
+#include "number.h"
 #include "readfile.h"
 
 #include <errno.h>
@@ -57,11 +58,6 @@ static const unit_row unit_rows[] = {
 };
 #define N_UNITS (sizeof(unit_rows) / sizeof(unit_rows[0]))
 
-static bool is_digit(char c)
-{
-    return c >= '0' && c <= '9';
-}
-
 weir_status weir_sim_parse_duration(const char *s, int64_t *out_us)
 {
     if (!s || !out_us)
@@ -69,9 +65,9 @@ weir_status weir_sim_parse_duration(const char *s, int64_t *out_us)
     const char *p = s;
     u128 whole = 0, frac = 0, scale = 1;
     bool too_big = false, too_fine = false;
-    if (!is_digit(*p))
+    if (!weir_cli_is_digit(*p))
         return WEIR_EPARSE;
-    for (; is_digit(*p); p++) {
+    for (; weir_cli_is_digit(*p); p++) {
         if (whole > (u128)WEIR_MAX_WINDOW_US)
             too_big = true;
         else
@@ -79,9 +75,9 @@ weir_status weir_sim_parse_duration(const char *s, int64_t *out_us)
     }
     if (*p == '.') {
         p++;
-        if (!is_digit(*p))
+        if (!weir_cli_is_digit(*p))
             return WEIR_EPARSE;
-        for (size_t nf = 0; is_digit(*p); p++, nf++) {
+        for (size_t nf = 0; weir_cli_is_digit(*p); p++, nf++) {
             if (nf < 18) {
                 frac = frac * 10 + (unsigned)(*p - '0');
                 scale *= 10;
@@ -522,29 +518,12 @@ static int usage_error(const char *fmt, ...)
     return 2;
 }
 
-static bool parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (!*s)
-        return false;
-    for (; *s; s++) {
-        if (!is_digit(*s))
-            return false;
-        unsigned d = (unsigned)(*s - '0');
-        if (v > (max - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = v;
-    return true;
-}
-
 /* An integer option in [min, max]; 2 (after the message) when it is not. */
 static int int_option(const char *const *val, opt_id id, uint64_t min, uint64_t max, uint64_t *out)
 {
     if (!val[id])
         return 0;
-    if (!parse_u64(val[id], max, out) || *out < min)
+    if (!weir_cli_parse_u64(val[id], max, out) || *out < min)
         return usage_error("--%s wants an integer %llu .. %llu, not '%s'", options[id].name,
                            (unsigned long long)min, (unsigned long long)max, val[id]);
     return 0;
@@ -583,11 +562,11 @@ static int rate_option(const char *const *val, uint64_t *milli)
     if (ok) {
         memcpy(whole, s, wn);
         whole[wn] = '\0';
-        ok = parse_u64(whole, MAX_RATE_MILLI / MILLI, &w);
+        ok = weir_cli_parse_u64(whole, MAX_RATE_MILLI / MILLI, &w);
     }
     if (ok && dot) {
         size_t fn = strlen(dot + 1);
-        ok = fn >= 1 && fn <= 3 && parse_u64(dot + 1, 999, &f);
+        ok = fn >= 1 && fn <= 3 && weir_cli_parse_u64(dot + 1, 999, &f);
         for (size_t i = fn; ok && i < 3; i++)
             f *= 10;
     }

@@ -19,9 +19,15 @@
 
 #include "weir/weir.h"
 
+#ifndef REPS
 #define REPS 5
+#endif
+#ifndef USERS
 #define USERS 1000000u
+#endif
+#ifndef OPS
 #define OPS 1000000u
+#endif
 #define LOAD_RULES 10000u
 
 static double now_s(void)

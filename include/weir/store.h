@@ -64,6 +64,17 @@ typedef struct weir_op {
  *  state as it stays (as a look with no hits would). */
 #define WEIR_BATCH_ATOMIC 1u
 
+/** Batch flag: every key is exactly WEIR_DIGEST_BYTES of a keyed hash
+ *  (such as XXH3-128 under a secret of the caller's): uniformly random to
+ *  anyone without the secret. The memory store uses those bytes as the
+ *  key's digest instead of hashing the key again, which saves a hash per
+ *  op; keys that are not such digests would load its table unevenly. A key
+ *  of another length is WEIR_EINVAL for its op. The engine sets it. */
+#define WEIR_BATCH_DIGESTS 2u
+
+/** Length of a key under WEIR_BATCH_DIGESTS. */
+#define WEIR_DIGEST_BYTES 16u
+
 /**
  * Completion callback: called exactly once per accepted batch, with the
  * batch's ops (their outputs filled) and the batch status (WEIR_OK, or an
@@ -79,7 +90,7 @@ typedef void (*weir_store_cb)(void *arg, weir_op *ops, size_t n, weir_status sta
  *          callback runs.
  * @now_us: one time for the whole batch (a networked store may substitute
  *          its own shared clock).
- * @flags:  0 or WEIR_BATCH_ATOMIC.
+ * @flags:  0, or WEIR_BATCH_ATOMIC and/or WEIR_BATCH_DIGESTS.
  * @cb:     completion callback (required).
  *
  * Returns WEIR_OK when the batch was accepted (the callback will run; for

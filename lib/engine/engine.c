@@ -67,7 +67,10 @@ typedef struct pending {
     bool quota;
     bool dropped; /* replaced by another matched limit */
     const weir_rule_limit *limit;
+    const weir_limit *lim; /* &limit->compiled, or &eff for an override */
     weir_limit eff;
+    uint64_t hits;
+    weir_op_kind kind;
     uint32_t rpu;
     weir_rule_unit unit;
     int64_t window_us;
@@ -466,7 +469,7 @@ static weir_status check_request(const weir_request *req)
 static weir_status effective(const weir_rule_limit *l, const weir_limit_override *o, pending *p)
 {
     if (!o) {
-        p->eff = l->compiled;
+        p->lim = &l->compiled;
         p->rpu = l->requests_per_unit;
         p->unit = l->unit;
         p->window_us = l->window_us;
@@ -483,6 +486,7 @@ static weir_status effective(const weir_rule_limit *l, const weir_limit_override
     weir_status st = weir_limit_compile(&spec, &p->eff);
     if (st != WEIR_OK)
         return st == WEIR_EINVAL ? WEIR_ERANGE : st;
+    p->lim = &p->eff;
     p->rpu = o->requests_per_unit;
     p->unit = o->unit;
     p->window_us = spec.window_us;
@@ -596,7 +600,8 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 /* Submit one batch; a refused batch completes at once with its error. */
 static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_store_cb cb)
 {
-    weir_status st = weir_store_submit(dc->engine->store, ops, n, dc->now_us, flags, cb, dc);
+    weir_status st = weir_store_submit(dc->engine->store, ops, n, dc->now_us,
+                                       flags | WEIR_BATCH_DIGESTS, cb, dc);
     if (st != WEIR_OK)
         cb(dc, ops, n, st);
 }
@@ -684,12 +689,14 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                         bool *domain_found)
 {
     *domain_found = true;
+    const weir__match_domain *dom =
+        weir__match_domain_find(dc->rs->idx, req->domain, req->domain_len);
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
         set_unmatched(&dc->st[d]);
         weir__match_result m;
-        weir_status st = weir__match(dc->rs->idx, req->domain, req->domain_len,
-                                     (const weir__entry *)desc->entries, desc->n_entries, &m);
+        weir_status st = weir__match_from(dc->rs->idx, dom, (const weir__entry *)desc->entries,
+                                          desc->n_entries, &m);
         if (st != WEIR_OK)
             return st;
         if (!m.domain_found) {
@@ -708,12 +715,12 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             if (dc->n_pending == WEIR_ENGINE_MAX_LIMITS)
                 return WEIR_EINVAL;
             pending *p = &dc->p[dc->n_pending];
-            memset(p, 0, sizeof(*p));
             p->desc = (uint32_t)d;
             p->limit = l;
             p->shadow = (flags & WEIR_RULE_SHADOW_MODE) != 0;
             p->quota = dc->quota_desc[d];
             p->enforcing = !p->shadow && !p->quota;
+            p->dropped = false;
             if ((st = effective(l, desc->limit, p)) != WEIR_OK)
                 return st;
             size_t len = counter_bytes(dc->rs, &m, desc->entries, l, desc->limit ? p : NULL,
@@ -723,14 +730,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             XXH128_hash_t h =
                 XXH3_128bits_withSecret(rd->scratch, len, dc->engine->secret, SECRET_BYTES);
             XXH128_canonicalFromHash((XXH128_canonical_t *)dc->keys[dc->n_pending], h);
-            dc->ops[dc->n_pending] = (weir_op){.key = dc->keys[dc->n_pending],
-                                               .key_len = DIGEST_BYTES,
-                                               .limit = &p->eff,
-                                               .hits = desc->has_hits ? desc->hits
-                                                       : req->hits    ? req->hits
-                                                                      : 1};
-            dc->ops[dc->n_pending].kind =
-                desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
+            p->hits = desc->has_hits ? desc->hits : req->hits ? req->hits : 1;
+            p->kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
             dc->n_pending++;
             limited++;
         }
@@ -786,24 +787,22 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
 
     /* lay the ops out: enforcing first (one atomic batch), then the rest */
-    weir_op staged[WEIR_ENGINE_MAX_LIMITS];
-    memcpy(staged, dc->ops, dc->n_pending * sizeof(weir_op));
     size_t n = 0;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t i = 0; i < dc->n_pending; i++) {
             pending *p = &dc->p[i];
             if (p->dropped || p->enforcing != (pass == 0))
                 continue;
-            weir_op op = staged[i];
             p->op = n;
-            dc->ops[n++] = op;
+            dc->ops[n++] = (weir_op){.key = dc->keys[i],
+                                     .key_len = DIGEST_BYTES,
+                                     .limit = p->lim,
+                                     .hits = p->hits,
+                                     .kind = p->kind};
         }
         if (pass == 0)
             dc->n_enforcing = n;
     }
-    for (size_t i = 0; i < dc->n_pending; i++)
-        if (!dc->p[i].dropped)
-            dc->ops[dc->p[i].op].limit = &dc->p[i].eff;
     dc->n_ops = n;
 
     /* The last batch to complete frees the decision: read what the second

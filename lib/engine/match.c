@@ -440,10 +440,19 @@ static uint32_t match_level(const weir__match_index *idx, uint32_t p, const weir
     return NO_NODE;
 }
 
-weir_status weir__match(const weir__match_index *idx, const char *domain, size_t domain_len,
-                        const weir__entry *entries, size_t n, weir__match_result *out)
+/* The public handle is the domain's slot. */
+const weir__match_domain *weir__match_domain_find(const weir__match_index *idx, const char *domain,
+                                                  size_t domain_len)
 {
-    if (!idx || !domain || !entries || !out || n == 0 || n > WEIR__MATCH_MAX_ENTRIES)
+    if (!idx || !domain)
+        return NULL;
+    return (const weir__match_domain *)domain_find(idx, domain, domain_len);
+}
+
+weir_status weir__match_from(const weir__match_index *idx, const weir__match_domain *dom,
+                             const weir__entry *entries, size_t n, weir__match_result *out)
+{
+    if (!idx || !entries || !out || n == 0 || n > WEIR__MATCH_MAX_ENTRIES)
         return WEIR_EINVAL;
     for (size_t i = 0; i < n; i++) {
         if ((!entries[i].key && entries[i].key_len) || (!entries[i].value && entries[i].value_len))
@@ -454,7 +463,7 @@ weir_status weir__match(const weir__match_index *idx, const char *domain, size_t
     out->domain = NULL;
     out->rule = NULL;
     out->depth = 0;
-    const dslot *d = domain_find(idx, domain, domain_len);
+    const dslot *d = (const dslot *)dom;
     if (!d)
         return WEIR_OK;
     out->domain_found = true;
@@ -480,6 +489,14 @@ weir_status weir__match(const weir__match_index *idx, const char *domain, size_t
     }
     out->rule = idx->nodes[cur].rule;
     return WEIR_OK;
+}
+
+weir_status weir__match(const weir__match_index *idx, const char *domain, size_t domain_len,
+                        const weir__entry *entries, size_t n, weir__match_result *out)
+{
+    if (!idx || !domain)
+        return WEIR_EINVAL;
+    return weir__match_from(idx, weir__match_domain_find(idx, domain, domain_len), entries, n, out);
 }
 
 /* ------------------------------------------------------------ counter keys */

@@ -2,36 +2,44 @@
  * memstore.c - the in-process store: a sharded hash table of fixed-size
  * entries, each holding one key's algorithm state.
  *
- * Layout. A key hashes (XXH3 with a random per-store secret, so nobody can
- * aim keys at one bucket) to a shard, chosen by the low bits of the hash,
- * and within the shard to two candidate buckets of a cuckoo table, one from
- * each half of the hash. A bucket is four 48-byte entries (three cache
- * lines); keys up to 16 bytes and the 16-byte states of the fixed-size
- * algorithms live inside the entry, longer keys and larger states out of
- * line. A lookup reads at most two buckets whose addresses come straight
- * from the hash, so the two fetches overlap: about one memory latency per
- * decision, where a chained table pays one per link. Inserting into two
- * full buckets moves entries along a short random cuckoo path to their
- * other bucket; the table grows by a quarter when it is 95% full, so it
- * stays above 76% full and under 64 bytes per key.
+ * Layout. A key is known by its 128-bit digest (XXH3-128 under a random
+ * per-store secret, so nobody can aim keys at one bucket or make two keys
+ * collide): the low bits choose the shard, the high 64 bits (the tag) the
+ * key's two candidate buckets in the shard's cuckoo table, and 88 bits of
+ * the digest beyond the shard's are kept in the entry and compared on a
+ * lookup. Two keys would share an entry only if those 88 bits agreed: under
+ * a secret seed, about one chance in 10^26 per comparison, so the store keeps
+ * no key bytes at all and every entry has one size whatever the key's
+ * length. A bucket is four 32-byte entries, 128 bytes aligned to 128 (two
+ * cache lines the adjacent-line prefetcher fetches together); the 16-byte
+ * states of the fixed-size algorithms live inside the entry, larger states
+ * out of line. A lookup reads at most two buckets whose addresses come
+ * straight from the hash, so the two fetches overlap: about one memory
+ * latency per decision, where a chained table pays one per link. A new key
+ * goes to its first bucket when that has room, so most lookups end there.
+ * Inserting into two full buckets moves entries along a short random cuckoo
+ * path to their other bucket; the table grows by a quarter when it is 95%
+ * full, so it stays above 76% full: 34-42 bytes per key.
  *
  * Expiry. Every decision tells how long until the key is back at rest (a
- * fresh state would decide the same); the entry keeps that time in seconds,
- * rounded up. An entry at rest is removed by the incremental sweep that runs
- * before each insert, by weir_memstore_sweep(), and under the memory cap.
+ * fresh state would decide the same); the entry keeps that time in ticks of
+ * 2^20 us (about a second, so a shift and not a division), rounded up. An entry at rest is removed
+ * by the incremental sweep that runs before each insert, by weir_memstore_sweep(), and under the
+ * memory cap.
  *
  * The cap. Each shard may hold (max_bytes - fixed structures) / shards.
  * Before an insert that would cross it, the shard first removes every key
  * at rest (a full sweep, done at most once per second of clock time because
- * the shard remembers a lower bound on the earliest rest time), and only if
+ * the shard remembers a lower bound on the earliest rest tick), and only if
  * none is at rest evicts active keys, preferring keys under their limit to
  * keys over it. At the cap the table does not grow; a key whose two buckets
  * stay full takes the place of the best victim among their eight entries.
  *
  * Invariants (per shard, under its lock): every live entry (algo != 0) sits
- * in one of its two buckets; count = live entries; bytes = everything
- * allocated for the shard; next_rest_s <= the rest time of every live
- * entry; the shard's time never goes backwards (last_now_us).
+ * in one of its two buckets; no digest has two live entries; count = live
+ * entries; bytes = everything allocated for the shard; next_rest <= the rest
+ * tick of every live entry; the shard's time never goes backwards
+ * (last_now_us).
  */
 #define _GNU_SOURCE
 #include <string.h>
@@ -47,7 +55,6 @@
 #include "store/store.h"
 
 #define SLOTS 4u
-#define INLINE_KEY 16u
 #define SECRET_BYTES 192u
 /* What the allocator spends beyond the bytes asked for (glibc: 8-16). */
 #define ALLOC_OVERHEAD 16u
@@ -66,18 +73,22 @@
 #define MAX_SHARDS 1024u
 #define DEFAULT_SWEEP 4u
 #define NO_REST UINT32_MAX
-#define US_PER_S 1000000
+/* Rest times are kept in ticks of 2^TICK_SHIFT microseconds. */
+#define TICK_SHIFT 20
 #define HUGE_PAGE (2u << 20)
+#define BUCKET_ALIGN 128u
 
-enum { F_OVER = 1, F_BLOB = 2, F_HEAPKEY = 4 };
+/* The low byte of entry.check: the algorithm (0 marks a free slot) and the
+ * flags; the upper 24 bits: more of the key's digest. */
+#define ALGO_MASK 0x0Fu
+#define F_OVER 0x10u /* over its limit (or at it) at the last decision */
+#define F_BLOB 0x20u /* the state lives out of line */
+#define CHECK_MASK 0xFFFFFF00u
 
 typedef struct entry {
-    uint32_t hash;   /* low half of the key's hash: first bucket */
-    uint32_t hash2;  /* high half: second bucket */
-    uint32_t rest_s; /* second (rounded up) when the key is back at rest */
-    uint16_t klen;
-    uint8_t algo; /* the state's algorithm; 0 marks a free slot */
-    uint8_t flags;
+    uint64_t tag;   /* high half of the key's digest: its two buckets */
+    uint32_t check; /* 24 more bits of the digest | flags | algorithm */
+    uint32_t rest;  /* tick (rounded up) when the key is back at rest */
     union {
         int64_t align;
         unsigned char b[WEIR_STATE_FIXED_BYTES];
@@ -86,26 +97,31 @@ typedef struct entry {
             uint32_t bytes;
         } blob;
     } st;
-    union {
-        char inl[INLINE_KEY];
-        char *ptr;
-    } key;
 } entry;
 
-_Static_assert(sizeof(entry) == 48, "an entry is 48 bytes");
+_Static_assert(sizeof(entry) == 32, "an entry is 32 bytes");
 
 typedef struct bucket {
-    entry e[SLOTS];
+    _Alignas(BUCKET_ALIGN) entry e[SLOTS];
 } bucket;
+
+_Static_assert(sizeof(bucket) == BUCKET_ALIGN, "a bucket is two cache lines");
+
+/* What a key is known by: the shard's bits are implicit in the shard. */
+typedef struct digest {
+    uint64_t tag;
+    uint32_t check; /* upper 24 bits only */
+    uint32_t shard;
+} digest;
 
 typedef struct shard {
     _Alignas(64) weir__spinlock lock;
     bucket *table;     /* written under the lock, read relaxed for prefetch */
     uint32_t nbuckets; /* likewise */
     uint32_t count;
-    void *table_raw; /* the allocation; table is its 64-byte aligned interior */
+    void *table_raw; /* the allocation; table is its aligned interior */
     uint32_t cursor; /* slot index where sweeps and eviction samples resume */
-    uint32_t next_rest_s;
+    uint32_t next_rest;
     uint64_t rng;
     int64_t last_now_us;
     uint64_t bytes;
@@ -135,9 +151,14 @@ static const union {
 
 /* ------------------------------------------------------------------ helpers */
 
+static unsigned algo_of(const entry *e)
+{
+    return e->check & ALGO_MASK;
+}
+
 static void *entry_state(entry *e)
 {
-    return (e->flags & F_BLOB) ? e->st.blob.ptr : e->st.b;
+    return (e->check & F_BLOB) ? e->st.blob.ptr : e->st.b;
 }
 
 static uint64_t heap_cost(size_t bytes)
@@ -150,40 +171,58 @@ static bool needs_blob(const weir_limit *lim)
     return lim->state_bytes > WEIR_STATE_FIXED_BYTES;
 }
 
-static uint64_t extra_bytes(size_t klen, const weir_limit *lim)
+static uint64_t extra_bytes(const weir_limit *lim)
 {
-    uint64_t b = 0;
-    if (klen > INLINE_KEY)
-        b += heap_cost(klen);
-    if (needs_blob(lim))
-        b += heap_cost(lim->state_bytes);
-    return b;
+    return needs_blob(lim) ? heap_cost(lim->state_bytes) : 0;
 }
 
-static uint32_t seconds_floor(int64_t us)
+/* Ticks rounded down (a time now) and up (a rest time): a key is at rest
+ * once its rest tick is <= the current tick, never before its rest time. */
+static uint32_t tick_floor(int64_t us)
 {
     if (us <= 0)
         return 0;
-    int64_t s = us / US_PER_S;
-    return s >= (int64_t)NO_REST ? NO_REST - 1 : (uint32_t)s;
+    uint64_t t = (uint64_t)us >> TICK_SHIFT;
+    return t >= NO_REST ? NO_REST - 1 : (uint32_t)t;
 }
 
-static uint32_t seconds_ceil(int64_t us)
+static uint32_t tick_ceil(int64_t us)
 {
     if (us <= 0)
         return 0;
-    int64_t s = us / US_PER_S + (us % US_PER_S != 0);
-    return s >= (int64_t)NO_REST ? NO_REST - 1 : (uint32_t)s;
+    uint64_t t = ((uint64_t)us + ((1u << TICK_SHIFT) - 1u)) >> TICK_SHIFT;
+    return t >= NO_REST ? NO_REST - 1 : (uint32_t)t;
 }
 
-static uint64_t hash_key(const memstore *ms, const void *key, size_t len)
+static digest digest_of(const memstore *ms, const void *key, size_t len)
 {
-    return XXH3_64bits_withSecret(key, len, ms->secret, SECRET_BYTES);
+    XXH128_hash_t h = XXH3_128bits_withSecret(key, len, ms->secret, SECRET_BYTES);
+    /* the shard takes the lowest bits, the check bits 40..63: disjoint */
+    digest d = {h.high64, (uint32_t)(h.low64 >> 32) & CHECK_MASK,
+                (uint32_t)h.low64 & (ms->nshards - 1u)};
+    return d;
 }
 
-static shard *shard_of(memstore *ms, uint64_t h)
+/* A key that is already a keyed digest (WEIR_BATCH_DIGESTS): its bytes
+ * are uniformly random, so they are used as they are. */
+static digest digest_given(const memstore *ms, const void *key)
 {
-    return &ms->shards[h & (ms->nshards - 1u)];
+    uint64_t lo, hi;
+    memcpy(&lo, key, sizeof(lo));
+    memcpy(&hi, (const char *)key + sizeof(lo), sizeof(hi));
+    digest d = {hi, (uint32_t)(lo >> 32) & CHECK_MASK, (uint32_t)lo & (ms->nshards - 1u)};
+    return d;
+}
+
+static digest op_digest(const memstore *ms, const weir_op *op, unsigned flags)
+{
+    return (flags & WEIR_BATCH_DIGESTS) ? digest_given(ms, op->key)
+                                        : digest_of(ms, op->key, op->key_len);
+}
+
+static bool same_digest(const digest *a, const digest *b)
+{
+    return a->tag == b->tag && a->check == b->check && a->shard == b->shard;
 }
 
 static bool is_mem(const weir_store *s)
@@ -197,18 +236,18 @@ static uint32_t fastrange(uint32_t h, uint32_t n)
     return (uint32_t)(((uint64_t)h * n) >> 32);
 }
 
-/* The two buckets of a hash; distinct whenever there are two buckets. */
-static void buckets_of(uint32_t h, uint32_t h2, uint32_t nb, uint32_t *b1, uint32_t *b2)
+/* The two buckets of a tag; distinct whenever there are two buckets. */
+static void buckets_of(uint64_t tag, uint32_t nb, uint32_t *b1, uint32_t *b2)
 {
-    *b1 = fastrange(h, nb);
-    uint32_t x = fastrange(h2, nb);
+    *b1 = fastrange((uint32_t)tag, nb);
+    uint32_t x = fastrange((uint32_t)(tag >> 32), nb);
     *b2 = x != *b1 ? x : (*b1 + 1 == nb ? 0 : *b1 + 1);
 }
 
 static uint32_t other_bucket(const entry *e, uint32_t b, uint32_t nb)
 {
     uint32_t b1, b2;
-    buckets_of(e->hash, e->hash2, nb, &b1, &b2);
+    buckets_of(e->tag, nb, &b1, &b2);
     return b == b1 ? b2 : b1;
 }
 
@@ -229,23 +268,19 @@ static uint64_t next_rand(shard *sh)
     return z ^ (z >> 27);
 }
 
-static bool key_is(const entry *e, uint32_t h, const void *key, size_t len)
+static bool is_key(const entry *e, const digest *d)
 {
-    if (e->hash != h || e->klen != len || e->algo == 0)
-        return false;
-    /* a 32-bit hash match is nearly always the key: compare the bytes then */
-    return memcmp((e->flags & F_HEAPKEY) ? e->key.ptr : e->key.inl, key, len) == 0;
+    return e->tag == d->tag && (e->check & CHECK_MASK) == d->check && algo_of(e) != 0;
 }
 
 /* The key's entry in buckets t1 and t2 (its two buckets), or NULL. */
-static entry *find_in(bucket *t1, bucket *t2, uint64_t hash, const void *key, size_t len)
+static entry *find_in(bucket *t1, bucket *t2, const digest *d)
 {
-    uint32_t h = (uint32_t)hash;
     for (unsigned i = 0; i < SLOTS; i++)
-        if (key_is(&t1->e[i], h, key, len))
+        if (is_key(&t1->e[i], d))
             return &t1->e[i];
     for (unsigned i = 0; i < SLOTS; i++)
-        if (key_is(&t2->e[i], h, key, len))
+        if (is_key(&t2->e[i], d))
             return &t2->e[i];
     return NULL;
 }
@@ -259,43 +294,33 @@ static void prefetch_pair(const bucket *t1, const bucket *t2)
     }
 }
 
-static entry *find(const shard *sh, uint64_t hash, const void *key, size_t len)
+static entry *find(const shard *sh, const digest *d)
 {
     uint32_t b1, b2;
-    buckets_of((uint32_t)hash, (uint32_t)(hash >> 32), sh->nbuckets, &b1, &b2);
+    buckets_of(d->tag, sh->nbuckets, &b1, &b2);
     prefetch_pair(&sh->table[b1], &sh->table[b2]);
-    return find_in(&sh->table[b1], &sh->table[b2], hash, key, len);
+    return find_in(&sh->table[b1], &sh->table[b2], d);
 }
 
 /* ------------------------------------------------------------------ removal */
 
-static void free_state(memstore *ms, shard *sh, entry *e)
-{
-    if (e->flags & F_BLOB) {
-        weir__free(ms->base.ctx, e->st.blob.ptr);
-        sh->bytes -= heap_cost(e->st.blob.bytes);
-        e->flags &= (uint8_t)~F_BLOB;
-    }
-}
-
 static void remove_entry(memstore *ms, shard *sh, entry *e)
 {
-    free_state(ms, sh, e);
-    if (e->flags & F_HEAPKEY) {
-        weir__free(ms->base.ctx, e->key.ptr);
-        sh->bytes -= heap_cost(e->klen);
+    if (e->check & F_BLOB) {
+        weir__free(ms->base.ctx, e->st.blob.ptr);
+        sh->bytes -= heap_cost(e->st.blob.bytes);
     }
     memset(e, 0, sizeof(*e));
     sh->count--;
 }
 
-static bool live_at_rest(const entry *e, uint32_t now_s)
+static bool live_at_rest(const entry *e, uint32_t now_tick)
 {
-    return e->algo != 0 && e->rest_s <= now_s;
+    return algo_of(e) != 0 && e->rest <= now_tick;
 }
 
 /* Examine up to `steps` slots from the cursor; remove keys at rest. */
-static size_t sweep_steps(memstore *ms, shard *sh, uint32_t now_s, uint32_t steps)
+static size_t sweep_steps(memstore *ms, shard *sh, uint32_t now_tick, uint32_t steps)
 {
     size_t removed = 0;
     uint32_t n = nslots(sh);
@@ -303,7 +328,7 @@ static size_t sweep_steps(memstore *ms, shard *sh, uint32_t now_s, uint32_t step
         if (sh->cursor >= n)
             sh->cursor = 0;
         entry *e = slot_at(sh, sh->cursor++);
-        if (live_at_rest(e, now_s)) {
+        if (live_at_rest(e, now_tick)) {
             remove_entry(ms, sh, e);
             sh->expirations++;
             removed++;
@@ -312,24 +337,24 @@ static size_t sweep_steps(memstore *ms, shard *sh, uint32_t now_s, uint32_t step
     return removed;
 }
 
-/* Remove every key at rest and make next_rest_s exact. */
-static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_s)
+/* Remove every key at rest and make next_rest exact. */
+static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_tick)
 {
     size_t removed = 0;
     uint32_t next = NO_REST;
     for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
         entry *e = slot_at(sh, i);
-        if (e->algo == 0)
+        if (algo_of(e) == 0)
             continue;
-        if (e->rest_s <= now_s) {
+        if (e->rest <= now_tick) {
             remove_entry(ms, sh, e);
             sh->expirations++;
             removed++;
-        } else if (e->rest_s < next) {
-            next = e->rest_s;
+        } else if (e->rest < next) {
+            next = e->rest;
         }
     }
-    sh->next_rest_s = next;
+    sh->next_rest = next;
     return removed;
 }
 
@@ -339,8 +364,8 @@ static bool better_victim(const entry *e, const entry *b)
 {
     if (!b)
         return true;
-    unsigned eo = e->flags & F_OVER, bo = b->flags & F_OVER;
-    return eo < bo || (eo == bo && e->rest_s < b->rest_s);
+    unsigned eo = e->check & F_OVER, bo = b->check & F_OVER;
+    return eo < bo || (eo == bo && e->rest < b->rest);
 }
 
 static void evicted(memstore *ms, shard *sh, entry *e)
@@ -359,12 +384,12 @@ static void evict_one(memstore *ms, shard *sh)
     entry *best = NULL;
     uint32_t seen = 0, n = nslots(sh);
     for (uint32_t k = 0; k < n && k < EVICT_SCAN; k++) {
-        if (seen >= EVICT_SAMPLE && best && !(best->flags & F_OVER))
+        if (seen >= EVICT_SAMPLE && best && !(best->check & F_OVER))
             break;
         if (sh->cursor >= n)
             sh->cursor = 0;
         entry *e = slot_at(sh, sh->cursor++);
-        if (e->algo == 0)
+        if (algo_of(e) == 0)
             continue;
         seen++;
         if (better_victim(e, best))
@@ -375,7 +400,7 @@ static void evict_one(memstore *ms, shard *sh)
 }
 
 /* Free memory until `extra` more bytes fit under the cap. */
-static weir_status make_room(memstore *ms, shard *sh, uint32_t now_s, uint64_t extra)
+static weir_status make_room(memstore *ms, shard *sh, uint32_t now_tick, uint64_t extra)
 {
     if (!ms->shard_cap)
         return WEIR_OK;
@@ -384,7 +409,7 @@ static weir_status make_room(memstore *ms, shard *sh, uint32_t now_s, uint64_t e
             return WEIR_OK;
         if (sh->count == 0)
             return WEIR_ETOOBIG;
-        if (now_s >= sh->next_rest_s && sweep_all(ms, sh, now_s) > 0)
+        if (now_tick >= sh->next_rest && sweep_all(ms, sh, now_tick) > 0)
             continue;
         evict_one(ms, sh);
     }
@@ -394,12 +419,12 @@ static weir_status make_room(memstore *ms, shard *sh, uint32_t now_s, uint64_t e
 
 static uint64_t table_cost(uint32_t nb)
 {
-    return (uint64_t)nb * sizeof(bucket) + 64 + ALLOC_OVERHEAD;
+    return (uint64_t)nb * sizeof(bucket) + BUCKET_ALIGN + ALLOC_OVERHEAD;
 }
 
 static bucket *alloc_table(memstore *ms, uint32_t nb, void **raw)
 {
-    size_t bytes = (size_t)nb * sizeof(bucket) + 64;
+    size_t bytes = (size_t)nb * sizeof(bucket) + BUCKET_ALIGN;
     *raw = weir__calloc(ms->base.ctx, 1, bytes);
     if (!*raw)
         return NULL;
@@ -413,13 +438,14 @@ static bucket *alloc_table(memstore *ms, uint32_t nb, void **raw)
             madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
     }
 #endif
-    return (bucket *)(((uintptr_t)*raw + 63u) & ~(uintptr_t)63u);
+    uintptr_t mask = BUCKET_ALIGN - 1u;
+    return (bucket *)(((uintptr_t)*raw + mask) & ~mask);
 }
 
 static entry *free_slot(bucket *b)
 {
     for (unsigned i = 0; i < SLOTS; i++)
-        if (b->e[i].algo == 0)
+        if (algo_of(&b->e[i]) == 0)
             return &b->e[i];
     return NULL;
 }
@@ -473,10 +499,10 @@ static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
         return false;
     for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
         entry *e = slot_at(sh, i);
-        if (e->algo == 0)
+        if (algo_of(e) == 0)
             continue;
         uint32_t b1, b2;
-        buckets_of(e->hash, e->hash2, nb, &b1, &b2);
+        buckets_of(e->tag, nb, &b1, &b2);
         entry *dst = cuckoo_slot(sh, t, nb, b1, b2);
         if (!dst) {
             weir__free(ms->base.ctx, raw);
@@ -514,19 +540,19 @@ static bool grow(memstore *ms, shard *sh, uint64_t extra)
 /* A free slot for a key with this hash: grow at 95% full, search a cuckoo
  * path, and at the cap clear keys at rest or evict the best of the eight
  * entries in the key's two buckets. */
-static entry *claim_slot(memstore *ms, shard *sh, uint64_t hash, uint32_t now_s, uint64_t extra)
+static entry *claim_slot(memstore *ms, shard *sh, uint64_t tag, uint32_t now_tick, uint64_t extra)
 {
     if ((uint64_t)(sh->count + 1) * 100 > (uint64_t)nslots(sh) * MAX_LOAD_PCT)
         grow(ms, sh, extra);
     for (int attempt = 0;; attempt++) {
         uint32_t b1, b2;
-        buckets_of((uint32_t)hash, (uint32_t)(hash >> 32), sh->nbuckets, &b1, &b2);
+        buckets_of(tag, sh->nbuckets, &b1, &b2);
         entry *e = cuckoo_slot(sh, sh->table, sh->nbuckets, b1, b2);
         if (e)
             return e;
         if (attempt == 0 && grow(ms, sh, extra))
             continue;
-        if (attempt <= 1 && now_s >= sh->next_rest_s && sweep_all(ms, sh, now_s) > 0)
+        if (attempt <= 1 && now_tick >= sh->next_rest && sweep_all(ms, sh, now_tick) > 0)
             continue;
         entry *best = NULL;
         for (unsigned i = 0; i < SLOTS; i++) {
@@ -541,44 +567,29 @@ static entry *claim_slot(memstore *ms, shard *sh, uint64_t hash, uint32_t now_s,
 }
 
 /* Create the entry for a key; its state is fresh (zero). */
-static weir_status insert(memstore *ms, shard *sh, uint64_t hash, const void *key, size_t len,
-                          const weir_limit *lim, int64_t now_us, entry **out)
+static weir_status insert(memstore *ms, shard *sh, const digest *d, const weir_limit *lim,
+                          int64_t now_us, entry **out)
 {
-    uint32_t now_s = seconds_floor(now_us);
-    sweep_steps(ms, sh, now_s, ms->sweep_step);
-    uint64_t extra = extra_bytes(len, lim);
-    weir_status st = make_room(ms, sh, now_s, extra);
+    uint32_t now_tick = tick_floor(now_us);
+    sweep_steps(ms, sh, now_tick, ms->sweep_step);
+    uint64_t extra = extra_bytes(lim);
+    weir_status st = make_room(ms, sh, now_tick, extra);
     if (st != WEIR_OK)
         return st;
 
-    char *heap_key = NULL;
     void *blob = NULL;
-    if (len > INLINE_KEY && !(heap_key = weir__malloc(ms->base.ctx, len)))
+    if (needs_blob(lim) && !(blob = weir__calloc(ms->base.ctx, 1, lim->state_bytes)))
         return WEIR_ENOMEM;
-    if (needs_blob(lim) && !(blob = weir__calloc(ms->base.ctx, 1, lim->state_bytes))) {
-        weir__free(ms->base.ctx, heap_key);
-        return WEIR_ENOMEM;
-    }
-    entry *e = claim_slot(ms, sh, hash, now_s, extra);
+    entry *e = claim_slot(ms, sh, d->tag, now_tick, extra);
     memset(e, 0, sizeof(*e));
-    e->hash = (uint32_t)hash;
-    e->hash2 = (uint32_t)(hash >> 32);
-    e->klen = (uint16_t)len;
-    e->algo = (uint8_t)lim->algorithm;
-    e->rest_s = NO_REST;
-    if (heap_key) {
-        memcpy(heap_key, key, len);
-        e->key.ptr = heap_key;
-        e->flags |= F_HEAPKEY;
-        sh->bytes += heap_cost(len);
-    } else {
-        memcpy(e->key.inl, key, len);
-    }
+    e->tag = d->tag;
+    e->check = d->check | (uint32_t)lim->algorithm;
+    e->rest = NO_REST;
     if (blob) {
         e->st.blob.ptr = blob;
         e->st.blob.bytes = lim->state_bytes;
-        e->flags |= F_BLOB;
-        sh->bytes += heap_cost(lim->state_bytes);
+        e->check |= F_BLOB;
+        sh->bytes += extra;
         if (lim->algorithm == WEIR_ALGO_CONCURRENCY) {
             /* Lease ids must not repeat when a key is removed and made
              * again: start from the time, 64 ids per microsecond. */
@@ -595,26 +606,28 @@ static weir_status insert(memstore *ms, shard *sh, uint64_t hash, const void *ke
 
 static bool state_matches(const entry *e, const weir_limit *lim)
 {
-    if (e->algo != (uint8_t)lim->algorithm)
+    if (algo_of(e) != (unsigned)lim->algorithm)
         return false;
-    if (e->flags & F_BLOB)
+    if (e->check & F_BLOB)
         return e->st.blob.bytes == lim->state_bytes;
     return !needs_blob(lim);
 }
 
 static void note_decision(shard *sh, entry *e, int64_t now_us, const weir_result *res)
 {
-    e->rest_s = seconds_ceil(sat_add(now_us, res->reset_after_us));
-    if (e->rest_s < sh->next_rest_s)
-        sh->next_rest_s = e->rest_s;
+    e->rest = tick_ceil(sat_add(now_us, res->reset_after_us));
+    if (e->rest < sh->next_rest)
+        sh->next_rest = e->rest;
     if (!res->allowed || res->remaining == 0)
-        e->flags |= F_OVER;
+        e->check |= F_OVER;
     else
-        e->flags &= (uint8_t)~F_OVER;
+        e->check &= ~F_OVER;
 }
 
-static bool op_valid(const weir_op *op)
+static bool op_valid(const weir_op *op, unsigned flags)
 {
+    if ((flags & WEIR_BATCH_DIGESTS) && op->key_len != WEIR_DIGEST_BYTES)
+        return false;
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
            weir_algorithm_name(op->limit->algorithm) != NULL &&
            (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK || op->kind == WEIR_OP_RELEASE);
@@ -632,11 +645,11 @@ static int64_t shard_now(shard *sh, int64_t now_us)
 }
 
 /* One operation; the shard is locked. */
-static void run_locked(memstore *ms, shard *sh, weir_op *op, uint64_t h, int64_t now_us)
+static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, int64_t now_us)
 {
     const weir_limit *lim = op->limit;
     now_us = shard_now(sh, now_us);
-    entry *e = find(sh, h, op->key, op->key_len);
+    entry *e = find(sh, d);
     if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
         remove_entry(ms, sh, e);
@@ -664,7 +677,7 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, uint64_t h, int64_t
             st = weir__decide(lim, zero_state.b, NULL, now_us, op->hits, res);
             if (st != WEIR_OK || !res->allowed || op->hits == 0)
                 break;
-            st = insert(ms, sh, h, op->key, op->key_len, lim, now_us, &e);
+            st = insert(ms, sh, d, lim, now_us, &e);
             if (st != WEIR_OK)
                 break;
         }
@@ -676,16 +689,15 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, uint64_t h, int64_t
     op->status = st;
 }
 
-/* Fetch the key's two buckets (three cache lines each) ahead of its turn.
- * The table pointer is read without the lock: a table being replaced is
- * only prefetched, never read. */
-static void prefetch_buckets(memstore *ms, uint64_t h)
+/* Fetch the key's two buckets ahead of its turn. The table pointer is read
+ * without the lock: a table being replaced is only prefetched, never read. */
+static void prefetch_buckets(memstore *ms, const digest *d)
 {
-    shard *sh = shard_of(ms, h);
+    shard *sh = &ms->shards[d->shard];
     bucket *t = __atomic_load_n(&sh->table, __ATOMIC_RELAXED);
     uint32_t nb = __atomic_load_n(&sh->nbuckets, __ATOMIC_RELAXED);
     uint32_t b1, b2;
-    buckets_of((uint32_t)h, (uint32_t)(h >> 32), nb, &b1, &b2);
+    buckets_of(d->tag, nb, &b1, &b2);
     prefetch_pair(&t[b1], &t[b2]);
 }
 
@@ -695,14 +707,14 @@ static void prefetch_buckets(memstore *ms, uint64_t h)
 #define PF_AHEAD 8u
 #define PF_RING 16u /* > PF_AHEAD: a slot is read PF_AHEAD steps after it is written */
 
-static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us)
+static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us, unsigned flags)
 {
-    uint64_t ring[PF_RING];
+    digest ring[PF_RING];
     for (size_t i = 0; i < n + PF_AHEAD; i++) {
         if (i < n) {
-            if (op_valid(&ops[i])) {
-                ring[i % PF_RING] = hash_key(ms, ops[i].key, ops[i].key_len);
-                prefetch_buckets(ms, ring[i % PF_RING]);
+            if (op_valid(&ops[i], flags)) {
+                ring[i % PF_RING] = op_digest(ms, &ops[i], flags);
+                prefetch_buckets(ms, &ring[i % PF_RING]);
             } else {
                 ops[i].status = WEIR_EINVAL;
             }
@@ -711,32 +723,45 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
             size_t k = i - PF_AHEAD;
             if (ops[k].status == WEIR_EINVAL)
                 continue;
-            uint64_t h = ring[k % PF_RING];
-            shard *sh = shard_of(ms, h);
+            const digest *d = &ring[k % PF_RING];
+            shard *sh = &ms->shards[d->shard];
             weir__spin_lock(&sh->lock);
-            run_locked(ms, sh, &ops[k], h, now_us);
+            run_locked(ms, sh, &ops[k], d, now_us);
             weir__spin_unlock(&sh->lock);
         }
     }
 }
 
-/* Check every TAKE, then charge them all only if all are admitted. The
- * shards involved are locked in ascending order, so batches never
- * deadlock, and held for the whole batch, so the two passes see one
- * state. */
-static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_us)
+/* Decide every op once, then charge them all only if every TAKE is
+ * admitted. The shards involved are locked in ascending order, so batches
+ * never deadlock, and held for the whole batch, so the decisions and the
+ * charges see one state.
+ *
+ * The decisions write the states they would leave into `next`; when the
+ * batch is admitted, an op whose key exists with an inline state and
+ * appears once in the batch is charged by copying that state in (its
+ * result is already the charge's). The rest (new keys, out-of-line
+ * states, a key named twice) are decided again as they are charged, in
+ * batch order, after those copies, since creating a key may move entries. */
+static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_us, unsigned flags)
 {
     if (n > MAX_ATOMIC_OPS)
         return WEIR_EINVAL;
-    uint64_t h[MAX_ATOMIC_OPS];
+    digest d[MAX_ATOMIC_OPS];
     entry *found[MAX_ATOMIC_OPS];
+    bool copy[MAX_ATOMIC_OPS];
+    union {
+        int64_t align;
+        unsigned char b[WEIR_STATE_FIXED_BYTES];
+    } next[MAX_ATOMIC_OPS];
     uint32_t locks[MAX_ATOMIC_OPS];
     size_t nlocks = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!op_valid(&ops[i]) || ops[i].kind == WEIR_OP_RELEASE)
+        if (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE)
             return WEIR_EINVAL;
-        h[i] = hash_key(ms, ops[i].key, ops[i].key_len);
-        locks[nlocks++] = (uint32_t)(h[i] & (ms->nshards - 1u));
+        d[i] = op_digest(ms, &ops[i], flags);
+        prefetch_buckets(ms, &d[i]);
+        locks[nlocks++] = d[i].shard;
     }
     /* at most MAX_ATOMIC_OPS entries, usually two or three: insertion sort
      * beats qsort's setup */
@@ -757,25 +782,32 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     bool denied = false;
     for (size_t i = 0; i < n; i++) {
         weir_op *op = &ops[i];
-        shard *sh = shard_of(ms, h[i]);
+        shard *sh = &ms->shards[d[i].shard];
         int64_t t = now_us < sh->last_now_us ? sh->last_now_us : now_us;
         /* The same key twice in one batch is charged for both. */
         uint64_t hits = op->hits;
-        if (op->kind == WEIR_OP_TAKE) {
-            for (size_t j = 0; j < i; j++)
-                if (ops[j].kind == WEIR_OP_TAKE && h[j] == h[i] && ops[j].key_len == op->key_len &&
-                    memcmp(ops[j].key, op->key, op->key_len) == 0)
+        bool twice = false;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && same_digest(&d[j], &d[i])) {
+                twice = true;
+                if (j < i && op->kind == WEIR_OP_TAKE && ops[j].kind == WEIR_OP_TAKE)
                     hits += ops[j].hits;
-        }
-        entry *e = find(sh, h[i], op->key, op->key_len);
+            }
+        entry *e = find(sh, &d[i]);
         const void *state = zero_state.b;
         found[i] = NULL;
         if (e && state_matches(e, op->limit)) {
             state = entry_state(e);
             found[i] = e;
         }
-        op->status = weir_check(op->limit, state, t, hits, &op->result);
-        if (op->status == WEIR_OK && op->kind == WEIR_OP_TAKE && !op->result.allowed)
+        bool take = op->kind == WEIR_OP_TAKE;
+        copy[i] = take && found[i] && !(found[i]->check & F_BLOB) && !twice;
+        /* a step may write only the fields it changes */
+        if (copy[i])
+            memcpy(next[i].b, state, sizeof(next[i].b));
+        op->status =
+            weir__decide(op->limit, state, copy[i] ? next[i].b : NULL, t, hits, &op->result);
+        if (op->status == WEIR_OK && take && !op->result.allowed)
             denied = true;
     }
     /* Denied: nothing is charged, so the ops that would have admitted
@@ -785,30 +817,25 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         weir_op *op = &ops[i];
         if (op->status != WEIR_OK || op->kind != WEIR_OP_TAKE || !op->result.allowed)
             continue;
-        shard *sh = shard_of(ms, h[i]);
+        shard *sh = &ms->shards[d[i].shard];
         int64_t t = now_us < sh->last_now_us ? sh->last_now_us : now_us;
         const void *state = found[i] ? entry_state(found[i]) : zero_state.b;
-        op->status = weir_check(op->limit, state, t, 0, &op->result);
+        op->status = weir__decide(op->limit, state, NULL, t, 0, &op->result);
     }
-    /* Charge. An entry found above stays where it is until something is
-     * inserted or removed, so decide on it directly until then; a key to be
-     * created goes the general way, and everything after it too. */
-    bool moved = false;
     for (size_t i = 0; !denied && i < n; i++) {
-        weir_op *op = &ops[i];
-        shard *sh = shard_of(ms, h[i]);
-        if (!moved && found[i]) {
-            int64_t t = shard_now(sh, now_us);
-            void *state = entry_state(found[i]);
-            bool take = op->kind == WEIR_OP_TAKE;
-            op->status =
-                weir__decide(op->limit, state, take ? state : NULL, t, op->hits, &op->result);
-            if (op->status == WEIR_OK && take)
-                note_decision(sh, found[i], t, &op->result);
-        } else {
-            run_locked(ms, sh, op, h[i], now_us);
-            moved |= !found[i];
-        }
+        if (!copy[i] || ops[i].status != WEIR_OK)
+            continue;
+        shard *sh = &ms->shards[d[i].shard];
+        int64_t t = shard_now(sh, now_us);
+        /* a decision that charges nothing (hits 0) writes no state */
+        if (ops[i].hits > 0)
+            memcpy(found[i]->st.b, next[i].b, sizeof(next[i].b));
+        note_decision(sh, found[i], t, &ops[i].result);
+    }
+    for (size_t i = 0; !denied && i < n; i++) {
+        if (copy[i])
+            continue;
+        run_locked(ms, &ms->shards[d[i].shard], &ops[i], &d[i], now_us);
     }
 
     for (size_t i = nlocks; i-- > 0;)
@@ -828,8 +855,8 @@ weir_status weir_memstore_run(weir_store *store, weir_op *ops, size_t n, int64_t
     for (size_t i = 0; i < n; i++)
         ops[i].status = WEIR_OK;
     if (flags & WEIR_BATCH_ATOMIC)
-        return run_atomic(ms, ops, n, now_us);
-    run_independent(ms, ops, n, now_us);
+        return run_atomic(ms, ops, n, now_us, flags);
+    run_independent(ms, ops, n, now_us, flags);
     return WEIR_OK;
 }
 
@@ -841,8 +868,8 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
         (unsigned)lim->algorithm - 1u >= WEIR_ALGORITHM_COUNT)
         return WEIR_EINVAL;
     memstore *ms = (memstore *)store;
-    uint64_t h = hash_key(ms, key, key_len);
-    shard *sh = shard_of(ms, h);
+    digest d = digest_of(ms, key, key_len);
+    shard *sh = &ms->shards[d.shard];
     /* Find the key's buckets and start fetching them before the lock: a
      * prefetch is not ordered with the lock's locked instruction, so the
      * miss overlaps it. The table may be rebuilt meanwhile; then look again
@@ -850,11 +877,10 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     bucket *t = __atomic_load_n(&sh->table, __ATOMIC_RELAXED);
     uint32_t nb = __atomic_load_n(&sh->nbuckets, __ATOMIC_RELAXED);
     uint32_t b1, b2;
-    buckets_of((uint32_t)h, (uint32_t)(h >> 32), nb, &b1, &b2);
+    buckets_of(d.tag, nb, &b1, &b2);
     prefetch_pair(&t[b1], &t[b2]);
     weir__spin_lock(&sh->lock);
-    entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], h, key, key_len)
-                                                      : find(sh, h, key, key_len);
+    entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], &d) : find(sh, &d);
     /* The common case, a key that exists under the same limit, decides
      * straight into the caller's result; the rest goes the general way. */
     if (e && state_matches(e, lim)) {
@@ -867,7 +893,7 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
         return st;
     }
     weir_op op = {.key = key, .key_len = key_len, .limit = lim, .hits = hits};
-    run_locked(ms, sh, &op, h, now_us);
+    run_locked(ms, sh, &op, &d, now_us);
     weir__spin_unlock(&sh->lock);
     if (op.status == WEIR_OK)
         *res = op.result;
@@ -888,7 +914,7 @@ size_t weir_memstore_sweep(weir_store *store, int64_t now_us, size_t max_entries
         uint32_t n = nslots(sh);
         uint32_t steps = n < budget ? n : (uint32_t)budget;
         int64_t t = shard_now(sh, now_us);
-        removed += sweep_steps(ms, sh, seconds_floor(t), steps);
+        removed += sweep_steps(ms, sh, tick_floor(t), steps);
         budget -= steps;
         weir__spin_unlock(&sh->lock);
     }
@@ -935,12 +961,8 @@ static void shard_destroy(memstore *ms, shard *sh)
     if (sh->table)
         for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
             entry *e = slot_at(sh, i);
-            if (e->algo == 0)
-                continue;
-            if (e->flags & F_BLOB)
+            if ((e->check & F_BLOB) && algo_of(e) != 0)
                 weir__free(ms->base.ctx, e->st.blob.ptr);
-            if (e->flags & F_HEAPKEY)
-                weir__free(ms->base.ctx, e->key.ptr);
         }
     weir__free(ms->base.ctx, sh->table_raw);
 }
@@ -1020,7 +1042,7 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
             return WEIR_ENOMEM;
         }
         sh->nbuckets = MIN_BUCKETS;
-        sh->next_rest_s = NO_REST;
+        sh->next_rest = NO_REST;
         sh->bytes = table_cost(MIN_BUCKETS);
         sh->rng = (uint64_t)i * 0x9e3779b97f4a7c15ull ^ o.seed;
     }

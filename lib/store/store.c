@@ -6,7 +6,8 @@
 
 weir_status weir__store_check_batch(const weir_op *ops, size_t n, unsigned flags)
 {
-    if (!ops || n == 0 || n > WEIR_MAX_BATCH || (flags & ~WEIR_BATCH_ATOMIC) != 0)
+    if (!ops || n == 0 || n > WEIR_MAX_BATCH ||
+        (flags & ~(WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS)) != 0)
         return WEIR_EINVAL;
     return WEIR_OK;
 }

@@ -475,6 +475,54 @@ static void batch_matches_single_calls(void **unused)
     close_store(&b);
 }
 
+/* Keys given as digests (WEIR_BATCH_DIGESTS) count apart exactly as keys
+ * hashed by the store, in independent and atomic batches; a key of the
+ * wrong length is refused. */
+static void digest_keys(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit lim = compile(WEIR_ALGO_TOKEN_BUCKET, 2, 60 * S);
+    unsigned char keys[40][WEIR_DIGEST_BYTES];
+    weir_op ops[40];
+    test_rng rng = {test_seed("digest_keys")};
+    for (int i = 0; i < 40; i++) {
+        /* random bytes, as a keyed hash gives */
+        for (size_t b = 0; b < WEIR_DIGEST_BYTES; b++)
+            keys[i][b] = (unsigned char)rng_below(&rng, 256);
+        ops[i] = (weir_op){.key = keys[i], .key_len = WEIR_DIGEST_BYTES, .limit = &lim, .hits = 1};
+    }
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(weir_memstore_run(st, ops, 40, 0, WEIR_BATCH_DIGESTS), WEIR_OK);
+        for (int i = 0; i < 40; i++) {
+            assert_int_equal(ops[i].status, WEIR_OK);
+            assert_int_equal(ops[i].result.allowed, round < 2);
+            assert_int_equal(ops[i].result.remaining, round < 2 ? 1 - round : 0);
+        }
+    }
+    assert_int_equal(stats(st).keys, 40);
+    /* atomic: one exhausted key denies the batch and charges nobody */
+    unsigned char fresh[WEIR_DIGEST_BYTES] = {1, 2, 3};
+    weir_op pair[2] = {
+        {.key = fresh, .key_len = WEIR_DIGEST_BYTES, .limit = &lim, .hits = 1},
+        {.key = keys[0], .key_len = WEIR_DIGEST_BYTES, .limit = &lim, .hits = 1},
+    };
+    assert_int_equal(weir_memstore_run(st, pair, 2, 0, WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS),
+                     WEIR_OK);
+    assert_true(pair[0].result.allowed);
+    assert_false(pair[1].result.allowed);
+    assert_int_equal(stats(st).keys, 40);
+    /* wrong length: the op fails (independent), the batch fails (atomic) */
+    weir_op bad = {.key = "short", .key_len = 5, .limit = &lim, .hits = 1};
+    assert_int_equal(weir_memstore_run(st, &bad, 1, 0, WEIR_BATCH_DIGESTS), WEIR_OK);
+    assert_int_equal(bad.status, WEIR_EINVAL);
+    assert_int_equal(weir_memstore_run(st, &bad, 1, 0, WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS),
+                     WEIR_EINVAL);
+    assert_int_equal(weir_memstore_run(st, &bad, 1, 0, 4u), WEIR_EINVAL);
+    close_store(&f);
+}
+
 static void bad_options(void **unused)
 {
     (void)unused;
@@ -541,6 +589,7 @@ int main(void)
         cmocka_unit_test(store_time_never_goes_back),
         cmocka_unit_test(async_interface),
         cmocka_unit_test(batch_matches_single_calls),
+        cmocka_unit_test(digest_keys),
         cmocka_unit_test(bad_options),
         cmocka_unit_test(out_of_memory_loses_nothing),
     };

@@ -56,6 +56,14 @@ struct weir_engine_reader {
     /* a finished decision kept for the next one (no malloc per request);
      * exchanged atomically since a store may complete on another thread */
     _Atomic(decision *) spare;
+    /* Decisions of this reader under way on its own thread, and the one
+     * used when none is: with a store that completes inline, a decision
+     * at depth 0 runs entirely inside weir_engine_decide(), so it reads
+     * the rules inside the reader's snapshot section and needs neither a
+     * reference on them nor an atomic exchange for its memory. */
+    unsigned depth;
+    decision *own;
+    const ruleset *cur; /* the rules of the depth-0 decision */
     char scratch[WEIR_MAX_KEY_BYTES];
 };
 
@@ -94,6 +102,7 @@ struct decision {
     int64_t now_us;
     size_t n_enforcing; /* ops[0, n_enforcing) atomic, the rest independent */
     size_t n_ops;
+    bool owned; /* reader->own, holding no reference on rs */
     _Atomic int outstanding;
     bool quota_desc[WEIR_ENGINE_MAX_DESCRIPTORS];
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
@@ -422,6 +431,7 @@ void weir_engine_reader_free(weir_engine_reader *reader)
         return;
     weir__snap_reader_free(reader->snap);
     weir__free(reader->engine->ctx, atomic_load(&reader->spare));
+    weir__free(reader->engine->ctx, reader->own);
     weir__free(reader->engine->ctx, reader);
 }
 
@@ -510,6 +520,8 @@ static bool name_replaced(const decision *dc, const pending *p)
 
 static void decision_free(decision *dc)
 {
+    if (dc->owned)
+        return; /* the snapshot section holds the rules; the memory is the reader's */
     ruleset_release(dc->rs);
     dc->rs = NULL;
     decision *prev = atomic_exchange(&dc->reader->spare, dc);
@@ -641,8 +653,9 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 
 static void set_unmatched(weir_descriptor_status *s)
 {
-    memset(s, 0, sizeof(*s));
-    s->code = WEIR_CODE_OK;
+    /* a copy, not memset + stores: a small fixed copy compiles to moves */
+    static const weir_descriptor_status unmatched = {.code = WEIR_CODE_OK};
+    *s = unmatched;
 }
 
 /* The bytes a counter is named by: the limit's identity, then, length-
@@ -743,6 +756,9 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
     return WEIR_OK;
 }
 
+static weir_status decide_planned(decision *dc, weir_engine_reader *reader, const weir_request *req,
+                                  int64_t now_us);
+
 weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *req, int64_t now_us,
                                weir_descriptor_status *statuses, weir_decide_cb cb, void *arg)
 {
@@ -752,23 +768,56 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     if (st != WEIR_OK)
         return st;
     weir_engine *e = reader->engine;
-    decision *dc = atomic_exchange(&reader->spare, NULL);
-    if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc))))
-        return WEIR_ENOMEM;
+    /* With an inline store at depth 0 the decision is the reader's own and
+     * the rules are read inside the snapshot section (see the reader). */
+    bool own = reader->depth == 0 && weir__store_is_inline(e->store);
+    decision *dc;
+    if (own) {
+        if (!reader->own && !(reader->own = weir__malloc(e->ctx, sizeof(*dc))))
+            return WEIR_ENOMEM;
+        dc = reader->own;
+    } else {
+        dc = atomic_exchange(&reader->spare, NULL);
+        if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc))))
+            return WEIR_ENOMEM;
+    }
     /* only what a decision reads before writing it is reset */
     dc->engine = e;
     dc->reader = reader;
+    dc->owned = own;
     dc->n_pending = 0;
     memset(dc->quota_desc, 0, sizeof(dc->quota_desc));
     dc->st = statuses;
     dc->n = req->n_descriptors;
     dc->cb = cb;
     dc->arg = arg;
-    ruleset *rs = (ruleset *)weir__snap_enter(reader->snap);
-    atomic_fetch_add(&rs->refs, 1);
-    weir__snap_exit(reader->snap);
+    ruleset *rs;
+    if (own) {
+        rs = (ruleset *)weir__snap_enter(reader->snap);
+        reader->cur = rs;
+    } else if (reader->depth > 0) {
+        /* decided from inside another decision's callback: that one's
+         * snapshot section is open, so its rules are alive */
+        rs = (ruleset *)reader->cur;
+        atomic_fetch_add(&rs->refs, 1);
+    } else {
+        rs = (ruleset *)weir__snap_enter(reader->snap);
+        atomic_fetch_add(&rs->refs, 1);
+        weir__snap_exit(reader->snap);
+    }
     dc->rs = rs;
+    reader->depth++;
+    st = decide_planned(dc, reader, req, now_us);
+    if (--reader->depth == 0 && own)
+        weir__snap_exit(reader->snap);
+    return st;
+}
 
+/* Plan the decision and submit its batches; dc is freed on every path. */
+static weir_status decide_planned(decision *dc, weir_engine_reader *reader, const weir_request *req,
+                                  int64_t now_us)
+{
+    weir_status st;
     bool domain_found;
     st = plan(dc, reader, req, &domain_found);
     if (st != WEIR_OK) {
@@ -794,11 +843,14 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
             if (p->dropped || p->enforcing != (pass == 0))
                 continue;
             p->op = n;
-            dc->ops[n++] = (weir_op){.key = dc->keys[i],
-                                     .key_len = DIGEST_BYTES,
-                                     .limit = p->lim,
-                                     .hits = p->hits,
-                                     .kind = p->kind};
+            /* field by field: the outputs are the store's to write */
+            weir_op *op = &dc->ops[n++];
+            op->key = dc->keys[i];
+            op->key_len = DIGEST_BYTES;
+            op->limit = p->lim;
+            op->hits = p->hits;
+            op->lease = 0;
+            op->kind = p->kind;
         }
         if (pass == 0)
             dc->n_enforcing = n;

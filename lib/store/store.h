@@ -5,6 +5,8 @@
 #ifndef WEIR_STORE_INTERNAL_H
 #define WEIR_STORE_INTERNAL_H
 
+#include <stdbool.h>
+
 #include "weir/store.h"
 
 typedef enum weir__store_kind { WEIR__STORE_MEMORY = 1 } weir__store_kind;
@@ -21,6 +23,13 @@ struct weir_store {
     weir__store_kind kind;
     weir_ctx *ctx;
 };
+
+/* Whether the store completes every batch before weir_store_submit()
+ * returns (its callback has run by then): the memory store does. */
+static inline bool weir__store_is_inline(const weir_store *s)
+{
+    return s->kind == WEIR__STORE_MEMORY;
+}
 
 /* Checks shared by every store: what weir_store_submit() promises to refuse. */
 weir_status weir__store_check_batch(const weir_op *ops, size_t n, unsigned flags);

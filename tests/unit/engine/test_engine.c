@@ -295,6 +295,59 @@ static void reload_keeps_unchanged_counters(void **unused)
     close_world(&w);
 }
 
+/* A callback that reloads the rules and decides again on the same reader:
+ * the inner decision uses the rules of the outer one (still in force for
+ * it), the outer statuses stay readable, and the next decision sees the
+ * new rules. ASan checks that nothing is read after it is freed. */
+typedef struct nested {
+    world *w;
+    const char *reloaded;
+    weir_code inner;
+    uint64_t inner_remaining;
+    uint32_t outer_rpu_after;
+} nested;
+
+static void on_outer(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+{
+    (void)overall;
+    (void)n;
+    nested *x = arg;
+    assert_int_equal(weir_engine_reload(x->w->engine, test_rules_parse(x->w->ctx, x->reloaded)),
+                     WEIR_OK);
+    weir_entry user[] = {E("user", "erin")};
+    weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
+    weir_descriptor_status inner[1];
+    x->inner = decide(x->w, "api", d, 1, 0, 0, inner);
+    x->inner_remaining = inner[0].remaining;
+    x->outer_rpu_after = st[0].limit->requests_per_unit;
+}
+
+static void decide_inside_a_callback(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    nested x = {&w,
+                "domain: api\n"
+                "descriptors:\n"
+                "  - key: user\n"
+                "    rate_limit: {unit: minute, requests_per_unit: 4}\n",
+                0, 0, 0};
+    weir_entry user[] = {E("user", "dave")};
+    weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
+    weir_descriptor_status st[1];
+    weir_request req = {"api", 3, d, 1, 0};
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_outer, &x), WEIR_OK);
+    assert_int_equal(x.inner, WEIR_CODE_OK);
+    assert_int_equal(x.inner_remaining, 9); /* the outer rules: 10 per minute */
+    assert_int_equal(x.outer_rpu_after, 10);
+    /* afterwards the new rules are in force: a changed limit starts fresh */
+    assert_int_equal(decide(&w, "api", d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].requests_per_unit, 4);
+    assert_int_equal(st[0].remaining, 3);
+    close_world(&w);
+}
+
 /* A bad file is rejected whole and the rules in force stay, counters too. */
 static void bad_file_keeps_rules_in_force(void **unused)
 {
@@ -386,6 +439,7 @@ int main(void)
         cmocka_unit_test(reload_keeps_unchanged_counters),
         cmocka_unit_test(bad_file_keeps_rules_in_force),
         cmocka_unit_test(count_rejected_charges_anyway),
+        cmocka_unit_test(decide_inside_a_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

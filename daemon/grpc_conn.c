@@ -319,9 +319,11 @@ void grpc_conn_drain(grpc_conn *c)
 void grpc_conn_accept(worker *w)
 {
     server *srv = w->srv;
-    grpc_conn *c = calloc(1, sizeof(*c));
-    if (!c)
+    grpc_conn *c = worker_conn_alloc(w, sizeof(*c));
+    if (!c) {
+        worker_refuse(w, (uv_stream_t *)&w->grpc);
         return;
+    }
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->w = w;

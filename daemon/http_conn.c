@@ -388,9 +388,11 @@ void http_conn_drain(http_conn *c)
 void http_conn_accept(worker *w)
 {
     server *srv = w->srv;
-    http_conn *c = calloc(1, sizeof(*c));
-    if (!c)
+    http_conn *c = worker_conn_alloc(w, sizeof(*c));
+    if (!c) {
+        worker_refuse(w, (uv_stream_t *)&w->http);
         return;
+    }
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->w = w;

@@ -494,6 +494,10 @@ int weir_cli_serve(int argc, char **argv)
     if (rc || done)
         return rc;
     dlog_setup(srv.opt.log_level, srv.opt.log_json);
+    /* a fault for the tests, not a setting: no flag, no --help line */
+    const char *fail = getenv("WEIR_TEST_FAIL_CONN_ALLOC");
+    if (fail)
+        srv.fail_conn_alloc = (unsigned)strtoul(fail, NULL, 10);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&srv.rules_lock, NULL);
     srv.metrics = metrics_new(srv.opt.threads ? srv.opt.threads : 64, routes_names, routes_count);

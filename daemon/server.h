@@ -50,6 +50,10 @@ typedef struct worker {
     bool stopping;         /* closing everything */
     char date[40];         /* "Date: ...\r\n", refreshed by tick */
     uint64_t rng;          /* Retry-After jitter */
+    uv_tcp_t sink;         /* accepts a connection there is no memory for */
+    bool sink_busy;        /* closing: a second refusal waits for it */
+    unsigned sink_waiting; /* listeners with a refusal waiting (SINK_*) */
+    uint64_t conn_allocs;
 } worker;
 
 struct server {
@@ -68,6 +72,9 @@ struct server {
     _Atomic bool closing;  /* listeners closed; idle connections go */
     _Atomic bool stopping; /* shutdown timeout passed: close everything */
     _Atomic int64_t connections;
+    /* WEIR_TEST_FAIL_CONN_ALLOC=N: every Nth connection's memory is
+     * refused, as under memory exhaustion (for the tests; 0 = never) */
+    unsigned fail_conn_alloc;
     _Atomic unsigned workers_done;
     pthread_mutex_t rules_lock;
     char *rules_text; /* /v1/rules: the compiled rules, one line per limit */
@@ -90,6 +97,12 @@ int worker_start(worker *w);
 void worker_cleanup(worker *w);
 /** Ask the worker's loop to look at the server's drain/close/stop flags. */
 void worker_wake(worker *w);
+
+/** Memory for a new connection (zeroed), or NULL. */
+void *worker_conn_alloc(worker *w, size_t size);
+/** A connection is waiting on @listener and there is no memory for it:
+ *  accept it and close it at once, so the listener goes on accepting. */
+void worker_refuse(worker *w, uv_stream_t *listener);
 
 /* http_conn.c */
 /** Accept a connection on @w's HTTP listener. */

@@ -28,6 +28,51 @@ static void set_date(worker *w)
              tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+enum { SINK_HTTP = 1, SINK_GRPC = 2 };
+
+void *worker_conn_alloc(worker *w, size_t size)
+{
+    unsigned every = w->srv->fail_conn_alloc;
+    if (every && ++w->conn_allocs % every == 0)
+        return NULL;
+    return calloc(1, size);
+}
+
+static void on_sink_closed(uv_handle_t *h)
+{
+    worker *w = h->data;
+    w->sink_busy = false;
+    unsigned waiting = w->sink_waiting;
+    w->sink_waiting = 0;
+    /* one at a time: a second refusal finds the sink busy and waits again */
+    if ((waiting & SINK_HTTP) && w->http_open)
+        worker_refuse(w, (uv_stream_t *)&w->http);
+    if ((waiting & SINK_GRPC) && w->grpc_open)
+        worker_refuse(w, (uv_stream_t *)&w->grpc);
+}
+
+/* libuv stops watching a listener whose connection was not accepted until
+ * it is, so a connection left waiting for memory would stop the listener
+ * for good: it is accepted into the worker's own handle, which needs no
+ * allocation, and closed at once. The client sees its connection closed. */
+void worker_refuse(worker *w, uv_stream_t *listener)
+{
+    bool grpc = listener == (uv_stream_t *)&w->grpc;
+    if (w->sink_busy) {
+        w->sink_waiting |= grpc ? SINK_GRPC : SINK_HTTP;
+        return;
+    }
+    uv_tcp_init(&w->loop, &w->sink);
+    w->sink.data = w;
+    w->sink_busy = true;
+    if (uv_accept(listener, (uv_stream_t *)&w->sink) == 0) {
+        metrics_connection_rejected(w->metrics, grpc ? PROTO_GRPC : PROTO_HTTP);
+        dlog(WEIR_LOG_WARN, "connection_refused", "reason", "out of memory", "proto",
+             grpc ? "grpc" : "http", NULL);
+    }
+    uv_close((uv_handle_t *)&w->sink, on_sink_closed);
+}
+
 static void on_connection(uv_stream_t *s, int status)
 {
     worker *w = s->data;

@@ -56,7 +56,7 @@ class Weir:
     """One running `weir serve`."""
 
     def __init__(self, directory, rules, flags=(), rules_path=None, threads=2,
-                 rules_name="rules.yaml"):
+                 rules_name="rules.yaml", env=None):
         self.dir = str(directory)
         os.makedirs(self.dir, exist_ok=True)
         if rules_path is None:
@@ -66,6 +66,7 @@ class Weir:
         self.rules_path = str(rules_path)
         self.flags = list(flags)
         self.threads = threads
+        self.extra_env = dict(env or {})
         self.lines = []
         self.cond = threading.Condition()
         self.proc = None
@@ -92,6 +93,7 @@ class Weir:
                 "--threads", str(self.threads), "--rules", self.rules_path] + flags
         # settings come from the flags only: no WEIR_* from the caller's shell
         env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
+        env.update(self.extra_env)
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
         self.argv = argv

@@ -574,3 +574,41 @@ def test_half_closed_client_still_gets_its_answer(weir):
         assert r.status == 200
         c.wait_closed(3)
     assert_alive(weir)
+
+
+def test_no_memory_for_a_connection(weir_factory):
+    """A connection there is no memory for is closed at once, and the
+    listeners go on accepting (here every second connection's memory is
+    refused, on one worker, so the refusals are known in advance)."""
+    weir = weir_factory(RULES, "--grpc", "127.0.0.1:0", threads=1,
+                        env={"WEIR_TEST_FAIL_CONN_ALLOC": "2"})
+    keeper = weir.conn()  # allocation 1: served
+    try:
+        assert keeper.request("GET", "/healthz").status == 200
+        outcomes = []
+        for _ in range(6):  # allocations 2..7: refused, served, ...
+            with weir.conn() as c:
+                t0 = time.monotonic()
+                try:
+                    outcomes.append(c.request("GET", "/healthz", timeout=3).status)
+                except (rawhttp.ConnectionClosed, ConnectionResetError, BrokenPipeError):
+                    outcomes.append("closed")
+                    assert time.monotonic() - t0 < 1, "a refused connection was held"
+        assert outcomes == ["closed", 200] * 3
+        # gRPC: a served connection gets the server's SETTINGS at once, a
+        # refused one is closed (allocations 8..11)
+        grpc = []
+        for _ in range(4):
+            with socket.create_connection(("127.0.0.1", weir.grpc_port), timeout=3) as s:
+                try:
+                    grpc.append("settings" if s.recv(64) else "closed")
+                except ConnectionResetError:
+                    grpc.append("closed")
+        assert grpc == ["closed", "settings"] * 2
+        r = keeper.request("GET", "/metrics")
+        text = r.text()
+        assert 'weir_connections_rejected_total{protocol="http"} 3' in text
+        assert 'weir_connections_rejected_total{protocol="grpc"} 2' in text
+        weir.wait_for_log(r"event=connection_refused .*proto=grpc")
+    finally:
+        keeper.close()

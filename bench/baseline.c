@@ -10,7 +10,17 @@
  * store's own work. "hash only" times hashing the stream's keys alone;
  * "batch" decides BENCH_BASELINE_BATCH keys at a time after hashing them
  * and prefetching their slots, the floor for weir_memstore_run().
+ *
+ * Two variants of the single loop test why the store's misses overlap less
+ * than the table's: "locked" takes one of 64 cache-line-padded spinlocks
+ * around each decision (the store's shard lock), and "padded" also runs
+ * BENCH_BASELINE_PAD instructions per decision that depend neither on the
+ * table nor on one another across decisions (a short multiply chain per
+ * decision). If the time of a decision at 1M keys is the miss that cannot
+ * overlap the next one once the reorder window is full, "padded" costs far
+ * more at 1M keys than with the table in cache.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +30,35 @@
 #include "bench.h"
 
 #define REPS_MAX 64u
+#define LOCKS 64u
+
+/* One lock per 64-byte line, as the store's shards have. */
+typedef struct padded_lock {
+    _Alignas(64) atomic_uint held;
+} padded_lock;
+
+static padded_lock locks[LOCKS];
+
+static void lock(padded_lock *l)
+{
+    while (atomic_exchange_explicit(&l->held, 1u, memory_order_acquire))
+        while (atomic_load_explicit(&l->held, memory_order_relaxed))
+            ;
+}
+
+static void unlock(padded_lock *l)
+{
+    atomic_store_explicit(&l->held, 0u, memory_order_release);
+}
+
+/* BENCH_BASELINE_PAD instructions (4 per step) seeded by i alone. */
+static uint64_t pad(uint64_t i)
+{
+    uint64_t v = i;
+    for (unsigned k = 0; k < BENCH_BASELINE_PAD / 4; k++)
+        v = v * 0x9e3779b97f4a7c15ull + (v >> 7);
+    return v;
+}
 
 typedef struct slot {
     char key[BENCH_KEY_BYTES]; /* a bench_key; length byte 0 = empty */
@@ -132,6 +171,7 @@ bool bench_baseline_run(uint64_t nkeys, const bench_key *stream, size_t n, unsig
     now_us++;
 
     double table_ns[REPS_MAX], hash_ns[REPS_MAX], batch_ns[REPS_MAX];
+    double locked_ns[REPS_MAX], padded_ns[REPS_MAX];
     uint64_t sink = 0;
     for (unsigned r = 0; r < reps; r++) {
         double t0 = bench_now_s();
@@ -142,6 +182,31 @@ bool bench_baseline_run(uint64_t nkeys, const bench_key *stream, size_t n, unsig
         table_ns[r] = (t1 - t0) * 1e9 / (double)n;
         out->allowed += allowed;
         out->decisions += n;
+
+        t0 = bench_now_s();
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = key_hash(&t, &stream[i]);
+            padded_lock *l = &locks[h % LOCKS];
+            lock(l);
+            sink += take(&b, lookup_hashed(&t, &stream[i], h), now_us++);
+            unlock(l);
+        }
+        t1 = bench_now_s();
+        locked_ns[r] = (t1 - t0) * 1e9 / (double)n;
+
+        t0 = bench_now_s();
+        for (size_t i = 0; i < n; i++) {
+            uint64_t h = key_hash(&t, &stream[i]);
+            padded_lock *l = &locks[h % LOCKS];
+            lock(l);
+            slot *s = lookup_hashed(&t, &stream[i], h);
+            sink += take(&b, s, now_us++);
+            /* stored so the compiler keeps it; a slot byte nobody reads */
+            s->key[BENCH_KEY_BYTES - 2] ^= (char)(pad(i) == 1);
+            unlock(l);
+        }
+        t1 = bench_now_s();
+        padded_ns[r] = (t1 - t0) * 1e9 / (double)n;
 
         t0 = bench_now_s();
         for (size_t i = 0; i < n; i++)
@@ -173,6 +238,8 @@ bool bench_baseline_run(uint64_t nkeys, const bench_key *stream, size_t n, unsig
     out->table_ns = bench_stat_of(table_ns, reps);
     out->hash_ns = bench_stat_of(hash_ns, reps);
     out->batch_ns = bench_stat_of(batch_ns, reps);
+    out->locked_ns = bench_stat_of(locked_ns, reps);
+    out->padded_ns = bench_stat_of(padded_ns, reps);
     if (arena)
         bench_arena_free(arena);
     else

@@ -108,11 +108,15 @@ weir_allocator bench_arena_allocator(bench_arena *a);
  * limit and clock as the store runs; also hashing alone, and the table
  * decided in prefetched batches. ns per decision over `reps` runs. */
 #define BENCH_BASELINE_BATCH 64u
+/* Instructions added per decision by the "padded" variant. */
+#define BENCH_BASELINE_PAD 100u
 
 typedef struct bench_baseline {
     bench_stat table_ns;
     bench_stat hash_ns;
     bench_stat batch_ns;
+    bench_stat locked_ns; /* + a spinlock per decision */
+    bench_stat padded_ns; /* + lock + BENCH_BASELINE_PAD independent instructions */
     uint64_t allowed;
     uint64_t decisions;
     uint64_t table_bytes;

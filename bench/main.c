@@ -533,8 +533,10 @@ static void run_baseline(bench_results *res, streams *st)
         res->base_ok[k] = bench_baseline_run(o->keys[k + 1], stream, o->ops, o->reps, T0_US,
                                              o->hugepages, &res->base[k]);
         if (res->base_ok[k])
-            progress(" table %.1f ns, batch %.1f ns, hash %.1f ns\n", res->base[k].table_ns.med,
-                     res->base[k].batch_ns.med, res->base[k].hash_ns.med);
+            progress(
+                " table %.1f ns, locked %.1f ns, padded %.1f ns, batch %.1f ns, hash %.1f ns\n",
+                res->base[k].table_ns.med, res->base[k].locked_ns.med, res->base[k].padded_ns.med,
+                res->base[k].batch_ns.med, res->base[k].hash_ns.med);
         else
             progress(" failed (out of memory?)\n");
     }

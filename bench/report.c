@@ -211,21 +211,26 @@ static void section_baseline(const bench_results *r)
         printf("  %7s %-6s", l, "keys");
     }
     printf("\n");
-    static const char *rows[] = {"bare table", "bare table, batch 64", "hash only (XXH3)",
-                                 "weir token_bucket", "weir token_bucket, batch"};
-    for (int row = 0; row < 5; row++) {
+    static const char *rows[] = {
+        "bare table",       "  + shard lock",    "  + lock + 100 instr",    "bare table, batch 64",
+        "hash only (XXH3)", "weir token_bucket", "weir token_bucket, batch"};
+    for (int row = 0; row < 7; row++) {
         printf("%-24s", rows[row]);
         for (int k = 0; k < 2; k++) {
             const bench_stat *s = NULL;
             if (row == 0 && r->base_ok[k])
                 s = &r->base[k].table_ns;
             else if (row == 1 && r->base_ok[k])
-                s = &r->base[k].batch_ns;
+                s = &r->base[k].locked_ns;
             else if (row == 2 && r->base_ok[k])
+                s = &r->base[k].padded_ns;
+            else if (row == 3 && r->base_ok[k])
+                s = &r->base[k].batch_ns;
+            else if (row == 4 && r->base_ok[k])
                 s = &r->base[k].hash_ns;
-            else if (row == 3)
+            else if (row == 5)
                 s = &r->algo[WEIR_ALGO_TOKEN_BUCKET].single_ns[k + 1];
-            else if (row == 4 && k == 0)
+            else if (row == 6 && k == 0)
                 s = &r->algo[WEIR_ALGO_TOKEN_BUCKET].batch_ns;
             if (s && s->ok)
                 printf("  %7.1f %4.0f%% ", s->med, bench_spread_pct(s));
@@ -441,6 +446,8 @@ void bench_report_json(const bench_results *r)
             json_stat("table_ns", &r->base[k].table_ns, true);
             json_stat("hash_ns", &r->base[k].hash_ns, true);
             json_stat("batch_ns", &r->base[k].batch_ns, true);
+            json_stat("locked_ns", &r->base[k].locked_ns, true);
+            json_stat("padded_ns", &r->base[k].padded_ns, true);
             printf("\"table_bytes\": %" PRIu64 "}", r->base[k].table_bytes);
         } else {
             printf("null");

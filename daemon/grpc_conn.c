@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "grpc.h"
 
 /* How long a closing connection is drained after its last bytes. */
@@ -24,31 +25,19 @@
 #define WRITE_BUDGET (256u * 1024u)
 
 struct grpc_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    worker *w;
-    grpc_conn *prev, *next;
+    conn base; /* first: a grpc_conn is a conn */
     weir_grpc_h2 *h2;
     weir_buf out[2]; /* out[cur] fills; the other may be in flight */
     int cur;
     bool writing;
     uv_write_t wreq;
-    uv_shutdown_t sreq;
     int64_t last_read_ns; /* for the idle timeout */
     int64_t drain_ns;     /* when the GOAWAY notice went out; 0 = not draining */
     bool final_sent;      /* the final GOAWAY is asked for */
     bool ending;          /* no more input: send what is left, then finish */
-    bool lingering;
-    bool paused; /* reading stopped until the stuck write completes */
+    bool paused;          /* reading stopped until the stuck write completes */
     int64_t paused_ns;
-    bool closed;
-    int open_handles;
 };
-
-grpc_conn *grpc_conn_next(grpc_conn *c)
-{
-    return c->next;
-}
 
 static int64_t now_ns(void)
 {
@@ -60,11 +49,9 @@ static int64_t ms_to_ns(int64_t ms)
     return ms > INT64_MAX / 1000000 ? INT64_MAX : ms * 1000000;
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void conn_free(conn *base)
 {
-    grpc_conn *c = h->data;
-    if (--c->open_handles > 0)
-        return;
+    grpc_conn *c = (grpc_conn *)base;
     weir_grpc_h2_free(c->h2);
     weir_buf_free(&c->out[0]);
     weir_buf_free(&c->out[1]);
@@ -73,68 +60,19 @@ static void on_handle_closed(uv_handle_t *h)
 
 void grpc_conn_close(grpc_conn *c)
 {
-    if (c->closed)
-        return;
-    c->closed = true;
-    worker *w = c->w;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->grpc_conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    atomic_fetch_sub(&w->srv->connections, 1);
-    metrics_connection(w->metrics, PROTO_GRPC, -1);
-    if (!w->conns && !w->grpc_conns && atomic_load(&w->srv->closing))
-        worker_wake(w); /* the last one: the worker can finish now */
-    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    conn_close(&c->base);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void on_timer(uv_timer_t *t);
 static void pump(grpc_conn *c);
 
-static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)hint;
-    grpc_conn *c = h->data;
-    *buf = uv_buf_init(c->w->rbuf, (unsigned)c->w->rbuf_cap);
-}
-
 /* ------------------------------------------------------------ the end */
-
-static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    (void)buf;
-    if (nread < 0)
-        grpc_conn_close(s->data);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-    grpc_conn *c = req->data;
-    if (c->closed)
-        return;
-    if (status < 0) {
-        grpc_conn_close(c);
-        return;
-    }
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_linger_read);
-    uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
-}
 
 /* Everything is sent: half-close, then linger. */
 static void finish(grpc_conn *c)
 {
-    if (c->closed || c->lingering)
-        return;
-    c->lingering = true;
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_timer_stop(&c->timer);
-    c->sreq.data = c;
-    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
-        grpc_conn_close(c);
+    conn_finish(&c->base, LINGER_MS);
 }
 
 /* ------------------------------------------------------------ the timer */
@@ -144,9 +82,9 @@ static void finish(grpc_conn *c)
  * is in the future once handled, so the timer never spins. */
 static void rearm(grpc_conn *c, int64_t now)
 {
-    if (c->closed || c->lingering)
+    if (c->base.closed || c->base.lingering)
         return;
-    const serve_options *o = &c->w->srv->opt;
+    const serve_options *o = &c->base.w->srv->opt;
     int64_t due;
     if (c->paused) {
         due = c->paused_ns + ms_to_ns(o->idle_timeout_ms);
@@ -162,7 +100,7 @@ static void rearm(grpc_conn *c, int64_t now)
         }
     }
     int64_t ms = due <= now ? 0 : (due - now + 999999) / 1000000;
-    uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
+    uv_timer_start(&c->base.timer, on_timer, (uint64_t)ms, 0);
 }
 
 static void final_goaway(grpc_conn *c)
@@ -174,11 +112,11 @@ static void final_goaway(grpc_conn *c)
 static void on_timer(uv_timer_t *t)
 {
     grpc_conn *c = t->data;
-    if (c->lingering || c->closed) {
+    if (c->base.lingering || c->base.closed) {
         grpc_conn_close(c);
         return;
     }
-    const serve_options *o = &c->w->srv->opt;
+    const serve_options *o = &c->base.w->srv->opt;
     int64_t now = now_ns();
     if (c->paused) {
         if (now >= c->paused_ns + ms_to_ns(o->idle_timeout_ms)) {
@@ -214,16 +152,16 @@ static void on_write(uv_write_t *req, int status)
     grpc_conn *c = req->data;
     c->writing = false;
     weir_buf_clear(&c->out[c->cur ^ 1]);
-    if (c->closed)
+    if (c->base.closed)
         return;
     if (status < 0) {
         grpc_conn_close(c);
         return;
     }
     pump(c);
-    if (!c->closed && c->paused && !c->writing) {
+    if (!c->base.closed && c->paused && !c->writing) {
         c->paused = false;
-        uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+        uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
         rearm(c, now_ns());
     }
 }
@@ -232,7 +170,7 @@ static void on_write(uv_write_t *req, int status)
  * connection when the codec is done or the connection is ending. */
 static void pump(grpc_conn *c)
 {
-    while (!c->writing && !c->closed) {
+    while (!c->writing && !c->base.closed) {
         weir_buf *b = &c->out[c->cur];
         if (!weir_grpc_h2_send(c->h2, b, WRITE_BUDGET)) {
             grpc_conn_close(c);
@@ -241,7 +179,7 @@ static void pump(grpc_conn *c)
         if (!b->len)
             break;
         uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &ub, 1);
+        int n = uv_try_write((uv_stream_t *)&c->base.tcp, &ub, 1);
         if (n == (int)b->len) {
             weir_buf_clear(b);
             continue; /* there may be more */
@@ -255,13 +193,13 @@ static void pump(grpc_conn *c)
         c->wreq.data = c;
         c->writing = true;
         c->cur ^= 1;
-        if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &ub, 1, on_write) < 0) {
+        if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, &ub, 1, on_write) < 0) {
             c->writing = false;
             grpc_conn_close(c);
         }
         return;
     }
-    if (c->closed || c->writing)
+    if (c->base.closed || c->writing)
         return;
     if (c->ending || weir_grpc_h2_done(c->h2))
         finish(c);
@@ -272,7 +210,7 @@ static void pump(grpc_conn *c)
 static void on_call(void *arg, weir_grpc_h2 *h2, const weir_grpc_call *call)
 {
     grpc_conn *c = arg;
-    grpc_calls_handle(c->w, h2, call);
+    grpc_calls_handle(c->base.w, h2, call);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -288,10 +226,10 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     c->last_read_ns = now;
     if (!weir_grpc_h2_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread, now)) {
         c->ending = true; /* a connection error: its GOAWAY goes out, then close */
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        uv_read_stop((uv_stream_t *)&c->base.tcp);
     }
     pump(c);
-    if (c->closed || c->lingering)
+    if (c->base.closed || c->base.lingering)
         return;
     if (c->writing && !c->paused && !c->ending) {
         /* The socket takes no more: stop reading until it does, so a
@@ -299,7 +237,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
          * one read produced. */
         c->paused = true;
         c->paused_ns = now;
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        uv_read_stop((uv_stream_t *)&c->base.tcp);
     }
     rearm(c, now);
 }
@@ -308,7 +246,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 
 void grpc_conn_drain(grpc_conn *c)
 {
-    if (c->closed || c->lingering || c->drain_ns)
+    if (c->base.closed || c->base.lingering || c->drain_ns)
         return;
     c->drain_ns = now_ns();
     weir_grpc_h2_shutdown(c->h2);
@@ -319,37 +257,12 @@ void grpc_conn_drain(grpc_conn *c)
 void grpc_conn_accept(worker *w)
 {
     server *srv = w->srv;
-    grpc_conn *c = worker_conn_alloc(w, sizeof(*c));
-    if (!c) {
-        worker_refuse(w, (uv_stream_t *)&w->grpc);
+    grpc_conn *c = (grpc_conn *)conn_accept(w, (uv_stream_t *)&w->grpc, sizeof(*c), PROTO_GRPC,
+                                            &w->grpc_conns, conn_free);
+    if (!c)
         return;
-    }
-    uv_tcp_init(&w->loop, &c->tcp);
-    c->tcp.data = c;
-    c->w = w;
-    c->open_handles = 1;
-    if (uv_accept((uv_stream_t *)&w->grpc, (uv_stream_t *)&c->tcp) < 0) {
-        uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-        return;
-    }
-    uv_timer_init(&w->loop, &c->timer);
-    c->timer.data = c;
-    c->open_handles = 2;
     weir_buf_init(&c->out[0], SIZE_MAX);
     weir_buf_init(&c->out[1], SIZE_MAX);
-    /* linked first so that every path below can use grpc_conn_close() */
-    c->next = w->grpc_conns;
-    if (w->grpc_conns)
-        w->grpc_conns->prev = c;
-    w->grpc_conns = c;
-    metrics_connection(w->metrics, PROTO_GRPC, +1);
-    int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
-    if ((uint64_t)open > srv->opt.max_connections ||
-        atomic_load_explicit(&srv->closing, memory_order_relaxed)) {
-        metrics_connection_rejected(w->metrics, PROTO_GRPC);
-        grpc_conn_close(c);
-        return;
-    }
     const serve_options *o = &srv->opt;
     weir_grpc_h2_limits lim = {
         .max_streams = (uint32_t)o->grpc_max_streams,
@@ -363,11 +276,11 @@ void grpc_conn_accept(worker *w)
         grpc_conn_close(c);
         return;
     }
-    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_nodelay(&c->base.tcp, 1);
     c->last_read_ns = now_ns();
     pump(c); /* our SETTINGS */
-    if (c->closed)
+    if (c->base.closed)
         return;
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+    uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
     rearm(c, c->last_read_ns);
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "conn.h"
 #include "http.h"
 #include "log.h"
 
@@ -28,21 +29,16 @@ typedef enum timer_mode {
     T_IDLE,    /* between requests: --idle-timeout */
     T_REQUEST, /* from a request's first byte to its end: --request-timeout */
     T_SEND,    /* reading paused until the client takes its answers: --idle-timeout */
-    T_LINGER,  /* closing: draining what the client still sends */
 } timer_mode;
 
 struct http_conn {
-    uv_tcp_t tcp;
-    uv_timer_t timer;
-    worker *w;
-    http_conn *prev, *next;
+    conn base; /* first: an http_conn is a conn */
     weir_http1 *parser;
     void *parser_mem; /* the parser and its request buffer, one block */
     weir_buf out[2];  /* out[cur] collects answers; the other may be in flight */
     int cur;
     bool writing;
     uv_write_t wreq;
-    uv_shutdown_t sreq;
     /* the request being answered */
     bool keep_alive, head, http10, answered;
     size_t route;
@@ -50,15 +46,12 @@ struct http_conn {
     /* state */
     timer_mode tmode; /* what the timer measures */
     bool close_after_write;
-    bool lingering;
     bool paused; /* reading stopped until queued answers are written */
-    bool closed;
-    int open_handles;
 };
 
 worker *http_worker(http_conn *c)
 {
-    return c->w;
+    return c->base.w;
 }
 
 void http_set_route(http_conn *c, size_t route)
@@ -66,16 +59,9 @@ void http_set_route(http_conn *c, size_t route)
     c->route = route;
 }
 
-http_conn *http_conn_next(http_conn *c)
+static void conn_free(conn *base)
 {
-    return c->next;
-}
-
-static void on_handle_closed(uv_handle_t *h)
-{
-    http_conn *c = h->data;
-    if (--c->open_handles > 0)
-        return;
+    http_conn *c = (http_conn *)base;
     weir_buf_free(&c->out[0]);
     weir_buf_free(&c->out[1]);
     free(c->parser_mem);
@@ -84,67 +70,22 @@ static void on_handle_closed(uv_handle_t *h)
 
 void http_conn_close(http_conn *c)
 {
-    if (c->closed)
-        return;
-    c->closed = true;
-    worker *w = c->w;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
-    atomic_fetch_sub(&w->srv->connections, 1);
-    metrics_connection(w->metrics, PROTO_HTTP, -1);
-    if (!w->conns && atomic_load(&w->srv->closing))
-        worker_wake(w); /* the last one: the worker can finish now */
-    uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-    uv_close((uv_handle_t *)&c->timer, on_handle_closed);
+    conn_close(&c->base);
 }
 
 static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
 static void arm(http_conn *c, timer_mode mode, int64_t ms)
 {
     c->tmode = mode;
-    uv_timer_start(&c->timer, on_timer, (uint64_t)ms, 0);
-}
-
-static void on_linger_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
-{
-    (void)buf;
-    if (nread < 0)
-        http_conn_close(s->data);
-}
-
-static void on_shutdown(uv_shutdown_t *req, int status)
-{
-    http_conn *c = req->data;
-    if (c->closed)
-        return;
-    if (status < 0) {
-        http_conn_close(c);
-        return;
-    }
-    /* Read and drop whatever the client still sends, until it closes or
-     * the linger time is up. */
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_linger_read);
-    arm(c, T_LINGER, LINGER_MS);
+    uv_timer_start(&c->base.timer, on_timer, (uint64_t)ms, 0);
 }
 
 /* After the last answer: half-close, then linger. */
 static void finish(http_conn *c)
 {
-    if (c->closed || c->lingering)
-        return;
-    c->lingering = true;
-    uv_read_stop((uv_stream_t *)&c->tcp);
-    uv_timer_stop(&c->timer);
-    c->sreq.data = c;
-    if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->tcp, on_shutdown) < 0)
-        http_conn_close(c);
+    conn_finish(&c->base, LINGER_MS);
 }
 
 static void flush(http_conn *c);
@@ -155,7 +96,7 @@ static void on_write(uv_write_t *req, int status)
     http_conn *c = req->data;
     c->writing = false;
     weir_buf_clear(&c->out[c->cur ^ 1]);
-    if (c->closed)
+    if (c->base.closed)
         return;
     if (status < 0) {
         http_conn_close(c);
@@ -166,12 +107,12 @@ static void on_write(uv_write_t *req, int status)
 
 static void flush(http_conn *c)
 {
-    if (c->writing || c->closed)
+    if (c->writing || c->base.closed)
         return;
     weir_buf *b = &c->out[c->cur];
     if (b->len) {
         uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
-        int n = uv_try_write((uv_stream_t *)&c->tcp, &ub, 1);
+        int n = uv_try_write((uv_stream_t *)&c->base.tcp, &ub, 1);
         if (n == (int)b->len) {
             weir_buf_clear(b);
         } else if (n < 0 && n != UV_EAGAIN) {
@@ -183,7 +124,7 @@ static void flush(http_conn *c)
             c->wreq.data = c;
             c->writing = true;
             c->cur ^= 1;
-            if (uv_write(&c->wreq, (uv_stream_t *)&c->tcp, &ub, 1, on_write) < 0) {
+            if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, &ub, 1, on_write) < 0) {
                 c->writing = false;
                 http_conn_close(c);
             }
@@ -198,7 +139,7 @@ static void flush(http_conn *c)
         c->paused = false;
         c->tmode = T_IDLE; /* a request held up by the pause starts afresh */
         arm_for_input(c);
-        uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+        uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
     }
 }
 
@@ -218,7 +159,7 @@ static void put_status_line(weir_buf *o, int status)
 void http_respond(http_conn *c, int status, const char *content_type, const weir_buf *extra,
                   const char *body, size_t len)
 {
-    worker *w = c->w;
+    worker *w = c->base.w;
     if (c->answered)
         return;
     c->answered = true;
@@ -258,7 +199,7 @@ void http_respond(http_conn *c, int status, const char *content_type, const weir
 /* Answers a codec or routing error with a problem+json body. */
 static void respond_error(http_conn *c, int status, const char *detail)
 {
-    worker *w = c->w;
+    worker *w = c->base.w;
     weir_buf_clear(&w->body);
     weir_api_render_error(&w->body, status, detail);
     http_respond(c, status, "application/problem+json", NULL, w->body.p, w->body.len);
@@ -277,7 +218,7 @@ static size_t host_count(const weir_http1_request *req)
  * next one. */
 static void arm_for_input(http_conn *c)
 {
-    const serve_options *o = &c->w->srv->opt;
+    const serve_options *o = &c->base.w->srv->opt;
     if (weir_http1_in_request(c->parser)) {
         if (c->tmode != T_REQUEST)
             arm(c, T_REQUEST, o->request_timeout_ms);
@@ -289,7 +230,7 @@ static void arm_for_input(http_conn *c)
 /* Feeds @n bytes to the codec and answers every whole request in them. */
 static void process(http_conn *c, const char *data, size_t n)
 {
-    worker *w = c->w;
+    worker *w = c->base.w;
     size_t off = 0;
     while (off < n && !c->close_after_write) {
         size_t used = 0;
@@ -326,24 +267,17 @@ static void process(http_conn *c, const char *data, size_t n)
         if (used == 0)
             break; /* cannot happen with a whole request; never spin */
     }
-    if (c->closed || c->close_after_write)
+    if (c->base.closed || c->close_after_write)
         return;
     if (c->out[c->cur].len + c->out[c->cur ^ 1].len > MAX_QUEUED_OUT && !c->paused) {
         /* The client is not taking its answers: stop reading. Its next
          * request waits in the socket, not on a deadline of its own. */
         c->paused = true;
-        uv_read_stop((uv_stream_t *)&c->tcp);
+        uv_read_stop((uv_stream_t *)&c->base.tcp);
         arm(c, T_SEND, w->srv->opt.idle_timeout_ms);
         return;
     }
     arm_for_input(c);
-}
-
-static void alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)hint;
-    http_conn *c = h->data;
-    *buf = uv_buf_init(c->w->rbuf, (unsigned)c->w->rbuf_cap);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -372,13 +306,13 @@ static void on_timer(uv_timer_t *t)
     c->route = ROUTE_OTHER;
     c->t0_ns = uv_hrtime();
     respond_error(c, 408, "the request did not arrive in time");
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    uv_read_stop((uv_stream_t *)&c->base.tcp);
     flush(c);
 }
 
 void http_conn_drain(http_conn *c)
 {
-    if (c->closed || c->lingering || c->close_after_write)
+    if (c->base.closed || c->base.lingering || c->close_after_write)
         return;
     if (!weir_http1_in_request(c->parser) && !c->writing && !c->out[c->cur].len)
         http_conn_close(c);
@@ -388,35 +322,10 @@ void http_conn_drain(http_conn *c)
 void http_conn_accept(worker *w)
 {
     server *srv = w->srv;
-    http_conn *c = worker_conn_alloc(w, sizeof(*c));
-    if (!c) {
-        worker_refuse(w, (uv_stream_t *)&w->http);
+    http_conn *c = (http_conn *)conn_accept(w, (uv_stream_t *)&w->http, sizeof(*c), PROTO_HTTP,
+                                            &w->http_conns, conn_free);
+    if (!c)
         return;
-    }
-    uv_tcp_init(&w->loop, &c->tcp);
-    c->tcp.data = c;
-    c->w = w;
-    c->open_handles = 1;
-    if (uv_accept((uv_stream_t *)&w->http, (uv_stream_t *)&c->tcp) < 0) {
-        uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
-        return;
-    }
-    uv_timer_init(&w->loop, &c->timer);
-    c->timer.data = c;
-    c->open_handles = 2;
-    /* linked first so that every path below can use http_conn_close() */
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
-    metrics_connection(w->metrics, PROTO_HTTP, +1);
-    int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
-    if ((uint64_t)open > srv->opt.max_connections ||
-        atomic_load_explicit(&srv->closing, memory_order_relaxed)) {
-        metrics_connection_rejected(w->metrics, PROTO_HTTP);
-        http_conn_close(c);
-        return;
-    }
     weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
     size_t cap = lim.max_header_bytes + lim.max_body_bytes;
     size_t psize = (weir_http1_size() + 15) & ~(size_t)15;
@@ -428,7 +337,7 @@ void http_conn_accept(worker *w)
     c->parser = weir_http1_init(c->parser_mem, &lim, (char *)c->parser_mem + psize, cap);
     weir_buf_init(&c->out[0], SIZE_MAX);
     weir_buf_init(&c->out[1], SIZE_MAX);
-    uv_tcp_nodelay(&c->tcp, 1);
+    uv_tcp_nodelay(&c->base.tcp, 1);
     arm(c, T_IDLE, srv->opt.idle_timeout_ms);
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_rbuf, on_read);
+    uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
 }

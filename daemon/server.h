@@ -42,8 +42,8 @@ typedef struct worker {
     char *rbuf;       /* reads land here; every byte is handled before
                          the next read, so one buffer serves the loop */
     size_t rbuf_cap;
-    http_conn *conns; /* every open connection, for draining */
-    grpc_conn *grpc_conns;
+    struct conn *http_conns; /* every open connection, for draining */
+    struct conn *grpc_conns;
     weir_rls_decoder *rls; /* gRPC ShouldRateLimit requests */
     weir_buf grpc_msg;     /* scratch: a gRPC response message */
     bool draining;         /* this loop has seen the drain */
@@ -111,7 +111,6 @@ void http_conn_accept(worker *w);
 void http_conn_drain(http_conn *c);
 /** Close at once. */
 void http_conn_close(http_conn *c);
-http_conn *http_conn_next(http_conn *c);
 
 /* grpc_conn.c */
 /** Accept a connection on @w's gRPC listener. */
@@ -120,6 +119,5 @@ void grpc_conn_accept(worker *w);
 void grpc_conn_drain(grpc_conn *c);
 /** Close at once. */
 void grpc_conn_close(grpc_conn *c);
-grpc_conn *grpc_conn_next(grpc_conn *c);
 
 #endif /* WEIR_DAEMON_SERVER_H */

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "http.h"
 #include "log.h"
 
@@ -110,21 +111,21 @@ static void apply_state(worker *w)
     if (atomic_load(&s->closing)) {
         close_listener(w);
         bool stop = atomic_load(&s->stopping);
-        for (http_conn *c = w->conns, *next; c; c = next) {
-            next = http_conn_next(c);
+        for (conn *c = w->http_conns, *next; c; c = next) {
+            next = c->next;
             if (stop)
-                http_conn_close(c);
+                conn_close(c);
             else
-                http_conn_drain(c);
+                http_conn_drain((http_conn *)c);
         }
-        for (grpc_conn *c = w->grpc_conns, *next; c; c = next) {
-            next = grpc_conn_next(c);
+        for (conn *c = w->grpc_conns, *next; c; c = next) {
+            next = c->next;
             if (stop)
-                grpc_conn_close(c);
+                conn_close(c);
             else
-                grpc_conn_drain(c);
+                grpc_conn_drain((grpc_conn *)c);
         }
-        if (!w->conns && !w->grpc_conns) {
+        if (!w->http_conns && !w->grpc_conns) {
             w->stopping = true;
             uv_close((uv_handle_t *)&w->tick, NULL);
             uv_close((uv_handle_t *)&w->wake, NULL);

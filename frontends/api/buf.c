@@ -31,7 +31,7 @@ bool weir_buf_ok(const weir_buf *b)
     return !b->failed;
 }
 
-bool weir_buf_reserve(weir_buf *b, size_t n)
+bool weir__buf_grow(weir_buf *b, size_t n)
 {
     if (b->failed)
         return false;
@@ -55,34 +55,45 @@ bool weir_buf_reserve(weir_buf *b, size_t n)
     return true;
 }
 
-void weir_buf_put(weir_buf *b, const void *p, size_t n)
-{
-    if (!n || !weir_buf_reserve(b, n))
-        return;
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
-}
+/* Two digits at a time, written back to front straight into the buffer. */
+static const char digit_pairs[201] = "00010203040506070809"
+                                     "10111213141516171819"
+                                     "20212223242526272829"
+                                     "30313233343536373839"
+                                     "40414243444546474849"
+                                     "50515253545556575859"
+                                     "60616263646566676869"
+                                     "70717273747576777879"
+                                     "80818283848586878889"
+                                     "90919293949596979899";
 
-void weir_buf_puts(weir_buf *b, const char *s)
+static size_t digits_of(uint64_t v)
 {
-    weir_buf_put(b, s, strlen(s));
-}
-
-void weir_buf_putc(weir_buf *b, char c)
-{
-    if (weir_buf_reserve(b, 1))
-        b->p[b->len++] = c;
+    size_t n = 1;
+    for (uint64_t p = 10; n < 20 && v >= p; p *= 10)
+        n++;
+    return n;
 }
 
 void weir_buf_put_u64(weir_buf *b, uint64_t v)
 {
-    char tmp[20];
-    size_t i = sizeof(tmp);
-    do {
-        tmp[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    weir_buf_put(b, tmp + i, sizeof(tmp) - i);
+    size_t n = digits_of(v);
+    if (!weir_buf_reserve(b, n))
+        return;
+    char *end = b->p + b->len + n;
+    while (v >= 100) {
+        unsigned r = (unsigned)(v % 100);
+        v /= 100;
+        *--end = digit_pairs[2 * r + 1];
+        *--end = digit_pairs[2 * r];
+    }
+    if (v >= 10) {
+        *--end = digit_pairs[2 * v + 1];
+        *--end = digit_pairs[2 * v];
+    } else {
+        *--end = (char)('0' + v);
+    }
+    b->len += n;
 }
 
 void weir_buf_put_i64(weir_buf *b, int64_t v)
@@ -152,6 +163,10 @@ void weir_buf_put_json_str(weir_buf *b, const char *s, size_t n)
     size_t i = 0, run = 0;
     while (i < n) {
         unsigned char c = u[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            i++; /* printable ASCII, the usual case */
+            continue;
+        }
         size_t len = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(u + i, n - i) : 0;
         if (len) {
             i += len;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct weir_buf {
     char *p;
@@ -26,12 +27,40 @@ void weir_buf_free(weir_buf *b);
 /** Empty the buffer (keeping its memory) and clear the failure. */
 void weir_buf_clear(weir_buf *b);
 bool weir_buf_ok(const weir_buf *b);
-/** Make room for @n more bytes; false (and failed) when it cannot. */
-bool weir_buf_reserve(weir_buf *b, size_t n);
+/** The slow half of weir_buf_reserve(): grow, or mark the buffer failed. */
+bool weir__buf_grow(weir_buf *b, size_t n);
 
-void weir_buf_put(weir_buf *b, const void *p, size_t n);
-void weir_buf_puts(weir_buf *b, const char *s);
-void weir_buf_putc(weir_buf *b, char c);
+/* The appends are inline: a response is built from many short pieces
+ * (keys, punctuation, numbers), and a call per piece cost more than the
+ * copying. Constant strings get their length at compile time. */
+
+/** Make room for @n more bytes; false (and failed) when it cannot. */
+static inline bool weir_buf_reserve(weir_buf *b, size_t n)
+{
+    if (__builtin_expect(!b->failed && n <= b->cap - b->len, 1))
+        return true;
+    return weir__buf_grow(b, n);
+}
+
+static inline void weir_buf_put(weir_buf *b, const void *p, size_t n)
+{
+    if (n == 0 || !weir_buf_reserve(b, n))
+        return;
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+}
+
+static inline void weir_buf_puts(weir_buf *b, const char *s)
+{
+    weir_buf_put(b, s, strlen(s));
+}
+
+static inline void weir_buf_putc(weir_buf *b, char c)
+{
+    if (weir_buf_reserve(b, 1))
+        b->p[b->len++] = c;
+}
+
 void weir_buf_put_u64(weir_buf *b, uint64_t v);
 void weir_buf_put_i64(weir_buf *b, int64_t v);
 /** printf-style; for cold paths (errors, rule listings). */

@@ -25,15 +25,16 @@ static obj obj_open(weir_buf *b)
     return (obj){b, true};
 }
 
-static void obj_key(obj *o, const char *key)
+/* @member is `,"key":`; the first member goes without its comma. One
+ * append per member: the keys are literals, so their lengths are known. */
+static void obj_member(obj *o, const char *member, size_t n)
 {
-    if (!o->first)
-        weir_buf_putc(o->b, ',');
+    size_t skip = o->first ? 1 : 0;
+    weir_buf_put(o->b, member + skip, n - skip);
     o->first = false;
-    weir_buf_putc(o->b, '"');
-    weir_buf_puts(o->b, key);
-    weir_buf_puts(o->b, "\":");
 }
+
+#define obj_key(o, key) obj_member((o), ",\"" key "\":", sizeof(",\"" key "\":") - 1)
 
 static void obj_close(obj *o)
 {

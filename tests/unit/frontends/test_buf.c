@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -58,6 +59,35 @@ static void numbers_and_printf(void **unused)
     weir_buf_free(&b);
 }
 
+/* Every digit count, at both edges, against snprintf. */
+static void u64_every_width(void **unused)
+{
+    (void)unused;
+    uint64_t p = 1;
+    for (int digits = 1; digits <= 20; digits++) {
+        uint64_t lo = p, hi = digits == 20 ? UINT64_MAX : p * 10 - 1;
+        uint64_t cases[] = {lo, lo + 1, hi - 1, hi, lo + (hi - lo) / 3};
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            weir_buf b;
+            weir_buf_init(&b, 64);
+            weir_buf_put_u64(&b, cases[i]);
+            weir_buf_putc(&b, '\0');
+            char want[32];
+            snprintf(want, sizeof(want), "%llu", (unsigned long long)cases[i]);
+            assert_string_equal(b.p, want);
+            weir_buf_free(&b);
+        }
+        if (digits < 20)
+            p *= 10;
+    }
+    weir_buf b;
+    weir_buf_init(&b, 4);
+    weir_buf_put_u64(&b, 12345); /* past the cap: nothing written, failed */
+    assert_false(weir_buf_ok(&b));
+    assert_int_equal(b.len, 0);
+    weir_buf_free(&b);
+}
+
 static void json_strings(void **unused)
 {
     (void)unused;
@@ -91,6 +121,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(cap_holds),
         cmocka_unit_test(numbers_and_printf),
+        cmocka_unit_test(u64_every_width),
         cmocka_unit_test(json_strings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

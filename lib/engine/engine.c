@@ -142,6 +142,7 @@ typedef struct ident_map {
     ident *ids;
     size_t mask;
     size_t n;
+    bool replaces; /* some limit names others in `replaces` */
 } ident_map;
 
 static size_t slot_of(const ident_map *m, const weir_rule_limit *l)
@@ -193,6 +194,7 @@ static void collect(ident_map *m, const char *domain, const weir_rule *r, unsign
     for (size_t i = 0; i < weir_rule_limit_count(r); i++) {
         const weir_rule_limit *l = weir_rule_limit_at(r, i);
         map_put(m, l, identity(domain, path, n, l, i));
+        m->replaces |= l->n_replaces > 0;
     }
     for (size_t i = 0; i < weir_rule_child_count(r); i++)
         collect(m, domain, weir_rule_child(r, i), path, n, cap);
@@ -217,6 +219,7 @@ static weir_status ident_map_build(weir_ctx *ctx, const weir_rules *rules, ident
     }
     m->mask = cap - 1;
     m->n = 0;
+    m->replaces = false;
     for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
         const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
         for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
@@ -742,7 +745,9 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                 return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
             XXH128_hash_t h =
                 XXH3_128bits_withSecret(rd->scratch, len, dc->engine->secret, SECRET_BYTES);
-            XXH128_canonicalFromHash((XXH128_canonical_t *)dc->keys[dc->n_pending], h);
+            /* native byte order: the digest never leaves this process */
+            memcpy(dc->keys[dc->n_pending], &h.low64, sizeof(h.low64));
+            memcpy(dc->keys[dc->n_pending] + sizeof(h.low64), &h.high64, sizeof(h.high64));
             p->hits = desc->has_hits ? desc->hits : req->hits ? req->hits : 1;
             p->kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
             dc->n_pending++;
@@ -832,7 +837,7 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         dc->n_pending = 0;
     }
     /* replaces: a limit named by another matched limit's `replaces` goes */
-    for (size_t i = 0; i < dc->n_pending; i++)
+    for (size_t i = 0; dc->rs->ids.replaces && i < dc->n_pending; i++)
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
 
     /* lay the ops out: enforcing first (one atomic batch), then the rest */

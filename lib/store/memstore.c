@@ -629,7 +629,7 @@ static bool op_valid(const weir_op *op, unsigned flags)
     if ((flags & WEIR_BATCH_DIGESTS) && op->key_len != WEIR_DIGEST_BYTES)
         return false;
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
-           weir_algorithm_name(op->limit->algorithm) != NULL &&
+           (unsigned)op->limit->algorithm - 1u < WEIR_ALGORITHM_COUNT &&
            (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK || op->kind == WEIR_OP_RELEASE);
 }
 
@@ -775,6 +775,9 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     for (size_t i = 0; i < nlocks; i++)
         if (i == 0 || locks[i] != locks[u - 1])
             locks[u++] = locks[i];
+    /* The same key twice needs the same shard twice: with every op in a
+     * shard of its own (the usual case) no pair needs comparing. */
+    bool shared_shard = u < nlocks;
     nlocks = u;
     for (size_t i = 0; i < nlocks; i++)
         weir__spin_lock(&ms->shards[locks[i]].lock);
@@ -787,7 +790,7 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         /* The same key twice in one batch is charged for both. */
         uint64_t hits = op->hits;
         bool twice = false;
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; shared_shard && j < n; j++)
             if (j != i && same_digest(&d[j], &d[i])) {
                 twice = true;
                 if (j < i && op->kind == WEIR_OP_TAKE && ops[j].kind == WEIR_OP_TAKE)

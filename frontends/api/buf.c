@@ -67,12 +67,35 @@ static const char digit_pairs[201] = "00010203040506070809"
                                      "80818283848586878889"
                                      "90919293949596979899";
 
+/* Decimal digits of v: log10 from the bit length (1233 / 4096 ~ log10 2),
+ * corrected by one comparison. */
 static size_t digits_of(uint64_t v)
 {
-    size_t n = 1;
-    for (uint64_t p = 10; n < 20 && v >= p; p *= 10)
-        n++;
-    return n;
+    static const uint64_t pow10[20] = {1ull,
+                                       10ull,
+                                       100ull,
+                                       1000ull,
+                                       10000ull,
+                                       100000ull,
+                                       1000000ull,
+                                       10000000ull,
+                                       100000000ull,
+                                       1000000000ull,
+                                       10000000000ull,
+                                       100000000000ull,
+                                       1000000000000ull,
+                                       10000000000000ull,
+                                       100000000000000ull,
+                                       1000000000000000ull,
+                                       10000000000000000ull,
+                                       100000000000000000ull,
+                                       1000000000000000000ull,
+                                       10000000000000000000ull};
+    if (v < 10)
+        return 1;
+    unsigned bits = 64u - (unsigned)__builtin_clzll(v);
+    unsigned n = (bits * 1233u) >> 12; /* floor(log10(2^bits)) <= digits - 1 */
+    return (size_t)n + (v >= pow10[n] ? 1u : 0u);
 }
 
 void weir_buf_put_u64(weir_buf *b, uint64_t v)

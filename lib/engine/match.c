@@ -2,13 +2,19 @@
  * match.c - the match index and the descriptor lookup (see match.h).
  *
  * Layout. Every domain gets a root node and every descriptor a node, all
- * in one array. One open-addressing table (linear probing, at most half
- * full) holds every parent -> child edge: EXACT slots keyed by (parent,
- * key, value), DEFAULT slots by (parent, key), and WILD slots by (parent,
- * key) pointing at a run of the parent's pattern children with that key,
- * in file order, in a shared array. A second small table maps domain names
- * to roots. A slot matches only after a full length-aware byte comparison,
- * so hashes are only a shortcut and never decide a match.
+ * in one array. A node's children are described by one KEY entry per
+ * distinct key (consecutive, in order of first appearance), naming the
+ * key's first DEFAULT child and its runs of EXACT children (values[]) and
+ * of pattern children (wild[]), each in file order. So a level finds the
+ * key once, then tries the exact run, the first matching pattern, the
+ * default. A run of strings (a node's keys, a key's values, the domain
+ * names) of at most SCAN_MAX entries is scanned in order; a longer one is
+ * found through hash slots (linear probing, at most half full) seeded by
+ * the run's owner and accepted only inside the owner's run. A scan meets
+ * repeated strings in file order and a repeated string never gets a slot,
+ * so the first in file order always wins. An entry matches only after a
+ * full length-aware byte comparison: hashes and the first-word copies kept
+ * in entries are shortcuts that never decide a match.
  *
  * Invariant: after weir__match_index_new() returns, nothing is written
  * again until weir__match_index_free(); a lookup only reads and allocates
@@ -21,98 +27,234 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-enum { SLOT_EMPTY = 0, SLOT_EXACT = 1, SLOT_WILD = 2, SLOT_DEFAULT = 3 };
-
-enum { HAS_EXACT = 1u << SLOT_EXACT, HAS_WILD = 1u << SLOT_WILD, HAS_DEFAULT = 1u << SLOT_DEFAULT };
-
 #define NO_NODE UINT32_MAX
 #define MAX_NODES (UINT32_MAX / 4u)
+/* Longest run searched in order: up to about this many entries, comparing
+ * lengths and first words costs less than hashing the string and probing. */
+#define SCAN_MAX 8u
 
-/* Salts keeping the hashes of the three slot kinds and of domains apart. */
-#define SALT_EXACT 0x6a09e667f3bcc908ull
-#define SALT_WILD 0xbb67ae8584caa73bull
-#define SALT_DEFAULT 0x3c6ef372fe94f82bull
+/* Salts keeping the hashes of keys, values and domains apart, and the
+ * multiplier spreading the owners of runs. */
+#define SALT_KEY 0x3c6ef372fe94f82bull
+#define SALT_OWNER 0x9e3779b97f4a7c15ull
+#define SALT_VALUE 0x6a09e667f3bcc908ull
 #define SALT_DOMAIN 0xa54ff53a5f1d36f1ull
-#define SALT_PARENT 0x9e3779b97f4a7c15ull
 #define FALLBACK_SEED 0x510e527fade682d1ull
 
+/* The fields a lookup reads come first. */
 typedef struct mnode {
-    const weir_rule *rule;           /* NULL for a domain's root */
+    const weir_rule *rule; /* NULL for a domain's root */
+    uint32_t first_key;    /* the key entries of its children */
+    uint32_t n_keys;
+    bool share;
+    bool wildcard;
     const weir_rules_domain *domain; /* roots only */
     const char *key;                 /* a root: the domain's name */
     const char *value;               /* NULL: none */
     uint32_t key_len;
     uint32_t value_len;
     uint32_t depth; /* 0 for a root */
-    bool wildcard;
-    bool share;
-    uint8_t has; /* HAS_* of its children: lookups of absent kinds are skipped */
+    uint32_t first_child;
+    uint32_t n_children;
+    uint32_t key_entry; /* while building: the key entry it belongs to */
 } mnode;
 
-typedef struct mslot {
-    uint64_t hash;
-    uint32_t parent;
-    uint32_t node;  /* EXACT/DEFAULT: the child; WILD: a child bearing the key */
-    uint32_t first; /* WILD: the run's start in wild[] */
-    uint32_t count; /* WILD: the run's length */
-    uint32_t kind;  /* SLOT_* */
-} mslot;
+/* A string of a run: a key, an exact value or a domain name. */
+typedef struct strent {
+    uint64_t head; /* head_of(s, len) */
+    const char *s;
+    uint32_t len;
+    uint32_t id; /* a key: its DEFAULT child or NO_NODE; a value: the exact
+                  * child; a domain: its root */
+} strent;
 
-typedef struct dslot {
-    uint64_t hash;
-    uint32_t root; /* NO_NODE: empty */
-} dslot;
+/* A hash slot naming an entry. */
+typedef struct hslot {
+    uint32_t tag; /* the high half of the hash */
+    uint32_t ref; /* the entry's index + 1; 0: an empty slot */
+} hslot;
+
+/* The strings of one kind, run after run, and their hash slots. */
+typedef struct strtab {
+    strent *ents;
+    uint32_t n;
+    uint64_t salt;
+    hslot *slots; /* twice as many as entries can be, a power of 2 */
+    size_t mask;
+} strtab;
+
+/* The exact and pattern runs of a key entry. */
+typedef struct keyruns {
+    uint32_t first_exact;
+    uint32_t n_exact;
+    uint32_t first_wild;
+    uint32_t n_wild;
+} keyruns;
+
+/* A pattern child, with the places of its first and last '*'. */
+typedef struct wentry {
+    const char *pattern;
+    uint32_t len;
+    uint32_t prefix;
+    uint32_t last_star;
+    uint32_t node;
+} wentry;
 
 struct weir__match_index {
     weir_ctx *ctx;
     uint64_t seed;
     mnode *nodes;
     uint32_t n_nodes;
-    mslot *slots;
-    size_t slot_mask;
-    uint32_t *wild;
-    uint32_t n_wild;
-    dslot *dslots;
-    size_t dslot_mask;
     uint32_t max_depth;
+    strtab keys;   /* runs owned by parent nodes */
+    keyruns *runs; /* one per entry of keys */
+    strtab values; /* runs owned by key entries */
+    strtab domains;
+    wentry *wild;
+    uint32_t n_wild;
 };
 
-/* ------------------------------------------------------------ hashing */
+/* ------------------------------------------------------------ strings */
 
-static uint64_t mix64(uint64_t z)
+static uint64_t load64(const char *p)
 {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    uint64_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
 }
 
-/* The hash of (parent, key); the slot hashes derive from it so a lookup
- * reads the key once per level. */
-static uint64_t key_hash(const weir__match_index *idx, uint32_t parent, const char *key,
-                         size_t key_len)
+static uint32_t load32(const char *p)
 {
-    return XXH3_64bits_withSeed(key, key_len, idx->seed ^ mix64(parent + SALT_PARENT));
+    uint32_t v;
+    memcpy(&v, p, sizeof(v));
+    return v;
 }
 
-static uint64_t exact_hash(uint64_t kh, const char *value, size_t value_len)
+/* Whether the n bytes at a and b are equal. Up to 16 bytes without a
+ * library call, by two overlapping loads; a pointer may be NULL when n is
+ * 0. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
 {
-    return XXH3_64bits_withSeed(value, value_len, kh ^ SALT_EXACT);
+    if (n >= 8) {
+        if (n > 16)
+            return memcmp(a, b, n) == 0;
+        return load64(a) == load64(b) && load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4)
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    if (n == 0)
+        return true;
+    return a[0] == b[0] && a[n / 2] == b[n / 2] && a[n - 1] == b[n - 1];
 }
 
-static uint64_t kind_hash(uint64_t kh, uint32_t kind)
+/* A string's first bytes in one word, read without going past its end.
+ * With the length it determines a string of at most 8 bytes. */
+static inline uint64_t head_of(const char *s, size_t len)
 {
-    return mix64(kh ^ (kind == SLOT_WILD ? SALT_WILD : SALT_DEFAULT));
+    if (len >= 8)
+        return load64(s);
+    if (len >= 4)
+        return load32(s) | (uint64_t)load32(s + len - 4) << 32;
+    if (len == 0)
+        return 0;
+    return (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[len / 2] << 8 |
+           (uint64_t)(unsigned char)s[len - 1] << 16;
 }
 
-static uint64_t domain_hash(const weir__match_index *idx, const char *name, size_t len)
+/* Whether entry x holds the string (s, len) whose head is head. */
+static inline bool holds(const strent *x, uint64_t head, const char *s, size_t len)
 {
-    return XXH3_64bits_withSeed(name, len, idx->seed ^ SALT_DOMAIN);
+    return x->len == len && x->head == head && (len <= 8 || same_bytes(x->s + 8, s + 8, len - 8));
 }
 
-/* memcmp that accepts NULL pointers with a zero length. */
-static bool bytes_eq(const char *a, size_t a_len, const char *b, size_t b_len)
+static uint32_t tag_of(uint64_t hash)
 {
-    return a_len == b_len && (a_len == 0 || memcmp(a, b, a_len) == 0);
+    return (uint32_t)(hash >> 32);
+}
+
+/* The hash of a string of the run owned by `owner`. XXH3 mixes its seed
+ * fully, so distinct owners' seeds only need to differ. */
+static uint64_t run_hash(const weir__match_index *idx, const strtab *t, uint32_t owner,
+                         const char *s, size_t len)
+{
+    return XXH3_64bits_withSeed(s, len, idx->seed ^ t->salt ^ ((uint64_t)owner * SALT_OWNER));
+}
+
+/* The entry of (s, len) among entries first..first+n-1 of t through the
+ * hash slots, or NO_NODE. */
+static uint32_t strtab_probe(const strtab *t, uint64_t hash, uint32_t first, uint32_t n,
+                             uint64_t head, const char *s, size_t len)
+{
+    uint32_t tag = tag_of(hash);
+    for (size_t i = (size_t)hash & t->mask;; i = (i + 1) & t->mask) {
+        const hslot *slot = &t->slots[i];
+        if (!slot->ref)
+            return NO_NODE;
+        uint32_t e = slot->ref - 1;
+        if (slot->tag == tag && e - first < n && holds(&t->ents[e], head, s, len))
+            return e;
+    }
+}
+
+/* The first entry of (s, len) in the run first..first+n-1 of t, which
+ * `owner` owns, or NO_NODE. */
+static inline uint32_t strtab_find(const weir__match_index *idx, const strtab *t, uint32_t owner,
+                                   uint32_t first, uint32_t n, const char *s, size_t len)
+{
+    uint64_t head = head_of(s, len);
+    if (n <= SCAN_MAX) {
+        for (uint32_t e = first; e < first + n; e++) {
+            if (holds(&t->ents[e], head, s, len))
+                return e;
+        }
+        return NO_NODE;
+    }
+    return strtab_probe(t, run_hash(idx, t, owner, s, len), first, n, head, s, len);
+}
+
+/* Write entry e of t: the string (s, len) in the run that starts at
+ * `first` and that `owner` owns. Unless an earlier entry of the run holds
+ * the same string, give e a hash slot and return e; else return that
+ * earlier entry (e gets no slot, so a probe never finds it). */
+static uint32_t strtab_put(const weir__match_index *idx, strtab *t, uint32_t owner, uint32_t first,
+                           uint32_t e, const char *s, uint32_t len, uint32_t id)
+{
+    uint64_t hash = run_hash(idx, t, owner, s, len);
+    uint64_t head = head_of(s, len);
+    t->ents[e] = (strent){.head = head, .s = s, .len = len, .id = id};
+    uint32_t had = strtab_probe(t, hash, first, e - first, head, s, len);
+    if (had != NO_NODE)
+        return had;
+    size_t i = (size_t)hash & t->mask;
+    while (t->slots[i].ref)
+        i = (i + 1) & t->mask;
+    t->slots[i] = (hslot){.tag = tag_of(hash), .ref = e + 1};
+    return e;
+}
+
+static size_t pow2_at_least(size_t n)
+{
+    size_t p = 8;
+    while (p < n)
+        p <<= 1;
+    return p;
+}
+
+/* Room for up to n entries; false when out of memory. */
+static bool strtab_init(const weir_ctx *ctx, strtab *t, size_t n, uint64_t salt)
+{
+    size_t n_slots = pow2_at_least(2 * n);
+    t->salt = salt;
+    t->mask = n_slots - 1;
+    t->ents = weir__calloc(ctx, n ? n : 1, sizeof(*t->ents));
+    t->slots = weir__calloc(ctx, n_slots, sizeof(*t->slots));
+    return t->ents && t->slots;
+}
+
+static void strtab_free(const weir_ctx *ctx, strtab *t)
+{
+    weir__free(ctx, t->ents);
+    weir__free(ctx, t->slots);
 }
 
 /* ------------------------------------------------------------ glob */
@@ -134,31 +276,15 @@ static const char *find_bytes(const char *hay, size_t hay_len, const char *needl
     return NULL;
 }
 
-/*
- * The pattern is prefix*seg*seg*...*suffix. The prefix and the suffix are
- * anchored; each middle segment is taken at its leftmost place after the
- * previous one, which is always safe: a later place only leaves less room
- * for what follows. So no choice is ever revisited.
- */
-bool weir__glob_match(const char *pattern, size_t pattern_len, const char *value, size_t value_len)
+/* Whether the middle of a pattern, the bytes strictly between its first
+ * '*' at `prefix` and its last at `last_star`, matches somewhere in v. Each
+ * segment between stars is taken at its leftmost place after the previous
+ * one, which is always safe: a later place only leaves less room for what
+ * follows. So no choice is ever revisited. */
+static bool glob_middle(const char *pattern, size_t prefix, size_t last_star, const char *v,
+                        const char *v_end)
 {
-    const char *star = pattern_len ? memchr(pattern, '*', pattern_len) : NULL;
-    if (!star)
-        return bytes_eq(pattern, pattern_len, value, value_len);
-    size_t prefix = (size_t)(star - pattern);
-    size_t last_star = pattern_len - 1;
-    while (pattern[last_star] != '*')
-        last_star--;
-    size_t suffix = pattern_len - last_star - 1;
-    if (prefix + suffix > value_len)
-        return false;
-    if (!bytes_eq(pattern, prefix, value, prefix) ||
-        !bytes_eq(pattern + last_star + 1, suffix, value + (value_len - suffix), suffix))
-        return false;
-
     size_t pi = prefix + 1;
-    const char *v = value + prefix;
-    const char *v_end = value + (value_len - suffix);
     while (pi < last_star) {
         if (pattern[pi] == '*') {
             pi++;
@@ -177,67 +303,33 @@ bool weir__glob_match(const char *pattern, size_t pattern_len, const char *value
     return true;
 }
 
-/* ------------------------------------------------------------ tables */
-
-static mslot *slot_find(const weir__match_index *idx, uint64_t hash, uint32_t parent, uint32_t kind,
-                        const char *key, size_t key_len, const char *value, size_t value_len)
+/*
+ * The pattern is prefix*seg*seg*...*suffix, with its first '*' at @prefix
+ * and its last at @last_star (the index knows both in advance). The prefix
+ * and the suffix are anchored; the middle is looked at only when there is
+ * one. @value is not NULL.
+ */
+static inline bool glob_stars(const char *pattern, size_t pattern_len, size_t prefix,
+                              size_t last_star, const char *value, size_t value_len)
 {
-    for (size_t i = (size_t)hash & idx->slot_mask;; i = (i + 1) & idx->slot_mask) {
-        mslot *s = &idx->slots[i];
-        if (s->kind == SLOT_EMPTY)
-            return NULL;
-        if (s->hash != hash || s->parent != parent || s->kind != kind)
-            continue;
-        const mnode *c = &idx->nodes[s->node];
-        if (!bytes_eq(c->key, c->key_len, key, key_len))
-            continue;
-        if (kind == SLOT_EXACT && !bytes_eq(c->value, c->value_len, value, value_len))
-            continue;
-        return s;
-    }
+    size_t suffix = pattern_len - last_star - 1;
+    if (prefix + suffix > value_len || !same_bytes(pattern, value, prefix) ||
+        !same_bytes(pattern + last_star + 1, value + (value_len - suffix), suffix))
+        return false;
+    return prefix + 1 >= last_star ||
+           glob_middle(pattern, prefix, last_star, value + prefix, value + (value_len - suffix));
 }
 
-/* An empty slot for hash (the table never fills: it has twice the room). */
-static mslot *slot_claim(weir__match_index *idx, uint64_t hash)
+bool weir__glob_match(const char *pattern, size_t pattern_len, const char *value, size_t value_len)
 {
-    size_t i = (size_t)hash & idx->slot_mask;
-    while (idx->slots[i].kind != SLOT_EMPTY)
-        i = (i + 1) & idx->slot_mask;
-    return &idx->slots[i];
-}
-
-/* Insert an EXACT or DEFAULT edge unless one with the same identity is
- * there already (the first in file order wins). */
-static void edge_add(weir__match_index *idx, uint32_t parent, uint32_t child, uint32_t kind)
-{
-    const mnode *c = &idx->nodes[child];
-    uint64_t kh = key_hash(idx, parent, c->key, c->key_len);
-    uint64_t h = kind == SLOT_EXACT ? exact_hash(kh, c->value, c->value_len) : kind_hash(kh, kind);
-    if (slot_find(idx, h, parent, kind, c->key, c->key_len, c->value, c->value_len))
-        return;
-    mslot *s = slot_claim(idx, h);
-    *s = (mslot){.hash = h, .parent = parent, .node = child, .kind = kind};
-}
-
-static const dslot *domain_find(const weir__match_index *idx, const char *name, size_t len)
-{
-    uint64_t h = domain_hash(idx, name, len);
-    for (size_t i = (size_t)h & idx->dslot_mask;; i = (i + 1) & idx->dslot_mask) {
-        const dslot *d = &idx->dslots[i];
-        if (d->root == NO_NODE)
-            return NULL;
-        const mnode *r = &idx->nodes[d->root];
-        if (d->hash == h && bytes_eq(r->key, r->key_len, name, len))
-            return d;
-    }
-}
-
-static size_t pow2_at_least(size_t n)
-{
-    size_t p = 8;
-    while (p < n)
-        p <<= 1;
-    return p;
+    const char *star = pattern_len ? memchr(pattern, '*', pattern_len) : NULL;
+    if (!star)
+        return pattern_len == value_len && same_bytes(pattern, value, value_len);
+    size_t last_star = pattern_len - 1;
+    while (pattern[last_star] != '*')
+        last_star--;
+    return glob_stars(pattern, pattern_len, (size_t)(star - pattern), last_star, value ? value : "",
+                      value_len);
 }
 
 /* ------------------------------------------------------------ building */
@@ -252,37 +344,59 @@ static const weir_rule *child_at(const mnode *n, size_t i)
     return n->rule ? weir_rule_child(n->rule, i) : weir_rules_domain_rule(n->domain, i);
 }
 
-/* Group the pattern children of p (ids first..first+n-1, in file order)
- * by key into runs of wild[], keeping file order inside each run. */
-static void group_patterns(weir__match_index *idx, uint32_t p, uint32_t first, uint32_t n)
+/* Describe the children of p: its key entries, then their runs. */
+static void link_children(weir__match_index *idx, uint32_t p)
 {
-    /* Pass 1: one WILD slot per key, counting its patterns. */
-    for (uint32_t c = first; c < first + n; c++) {
-        const mnode *cn = &idx->nodes[c];
-        if (!cn->wildcard)
-            continue;
-        uint64_t h = kind_hash(key_hash(idx, p, cn->key, cn->key_len), SLOT_WILD);
-        mslot *s = slot_find(idx, h, p, SLOT_WILD, cn->key, cn->key_len, NULL, 0);
-        if (!s) {
-            s = slot_claim(idx, h);
-            *s = (mslot){.hash = h, .parent = p, .node = c, .first = NO_NODE, .kind = SLOT_WILD};
-        }
-        s->count++;
+    mnode *pn = &idx->nodes[p];
+    strtab *keys = &idx->keys;
+    uint32_t first = pn->first_child, end = pn->first_child + pn->n_children;
+    pn->first_key = keys->n;
+    for (uint32_t c = first; c < end; c++) {
+        mnode *cn = &idx->nodes[c];
+        /* a key met before leaves the entry just written unused */
+        uint32_t k =
+            strtab_put(idx, keys, p, pn->first_key, keys->n, cn->key, cn->key_len, NO_NODE);
+        if (k == keys->n)
+            idx->runs[keys->n++] = (keyruns){0};
+        cn->key_entry = k;
+        if (cn->wildcard)
+            idx->runs[k].n_wild++;
+        else if (cn->value)
+            idx->runs[k].n_exact++;
+        else if (keys->ents[k].id == NO_NODE)
+            keys->ents[k].id = c;
     }
-    /* Pass 2: a key's run starts where its first pattern is met; count is
-     * rebuilt as the run fills. */
-    for (uint32_t c = first; c < first + n; c++) {
+    pn->n_keys = keys->n - pn->first_key;
+
+    /* Place the runs, then fill them in file order, counting again. */
+    for (uint32_t k = pn->first_key; k < keys->n; k++) {
+        keyruns *kr = &idx->runs[k];
+        kr->first_exact = idx->values.n;
+        idx->values.n += kr->n_exact;
+        kr->n_exact = 0;
+        kr->first_wild = idx->n_wild;
+        idx->n_wild += kr->n_wild;
+        kr->n_wild = 0;
+    }
+    for (uint32_t c = first; c < end; c++) {
         const mnode *cn = &idx->nodes[c];
-        if (!cn->wildcard)
-            continue;
-        uint64_t h = kind_hash(key_hash(idx, p, cn->key, cn->key_len), SLOT_WILD);
-        mslot *s = slot_find(idx, h, p, SLOT_WILD, cn->key, cn->key_len, NULL, 0);
-        if (s->first == NO_NODE) {
-            s->first = idx->n_wild;
-            idx->n_wild += s->count;
-            s->count = 0;
+        keyruns *kr = &idx->runs[cn->key_entry];
+        if (cn->wildcard) {
+            const char *star = memchr(cn->value, '*', cn->value_len);
+            uint32_t last = cn->value_len - 1;
+            while (cn->value[last] != '*')
+                last--;
+            idx->wild[kr->first_wild + kr->n_wild++] =
+                (wentry){.pattern = cn->value,
+                         .len = cn->value_len,
+                         .prefix = (uint32_t)(star - cn->value),
+                         .last_star = last,
+                         .node = c};
+        } else if (cn->value) {
+            /* a repeated value gets no slot; a scan meets it second */
+            strtab_put(idx, &idx->values, cn->key_entry, kr->first_exact,
+                       kr->first_exact + kr->n_exact++, cn->value, cn->value_len, c);
         }
-        idx->wild[s->first + s->count++] = c;
     }
 }
 
@@ -295,18 +409,15 @@ static weir_status build(weir__match_index *idx, const weir_rules *rules)
         const char *name = weir_rules_domain_name(dom);
         mnode *r = &idx->nodes[next];
         *r = (mnode){.domain = dom, .key = name, .key_len = (uint32_t)strlen(name)};
-        uint64_t h = domain_hash(idx, r->key, r->key_len);
-        if (!domain_find(idx, r->key, r->key_len)) {
-            size_t i = (size_t)h & idx->dslot_mask;
-            while (idx->dslots[i].root != NO_NODE)
-                i = (i + 1) & idx->dslot_mask;
-            idx->dslots[i] = (dslot){.hash = h, .root = next};
-        }
+        strtab *t = &idx->domains;
+        if (strtab_put(idx, t, 0, 0, t->n, r->key, r->key_len, next) == t->n)
+            t->n++;
         next++;
     }
 
     /* Breadth first: the array itself is the queue, so a node's children
      * get consecutive ids in file order. */
+    uint32_t n_exact = 0, n_wild = 0;
     for (uint32_t p = 0; p < next; p++) {
         size_t n = child_count(&idx->nodes[p]);
         if (n > idx->n_nodes - next)
@@ -314,8 +425,8 @@ static weir_status build(weir__match_index *idx, const weir_rules *rules)
         uint32_t depth = idx->nodes[p].depth + 1;
         if (n > 0 && depth > WEIR__MATCH_MAX_DEPTH)
             return WEIR_ERANGE;
-        uint32_t first = next;
-        uint32_t n_pattern = 0;
+        idx->nodes[p].first_child = next;
+        idx->nodes[p].n_children = (uint32_t)n;
         for (size_t i = 0; i < n; i++) {
             const weir_rule *rule = child_at(&idx->nodes[p], i);
             const char *key = weir_rule_key(rule);
@@ -332,19 +443,21 @@ static weir_status build(weir__match_index *idx, const weir_rules *rules)
                          .depth = depth,
                          .wildcard = value && weir_rule_is_wildcard(rule),
                          .share = (weir_rule_flags(rule) & WEIR_RULE_SHARE_THRESHOLD) != 0};
-            uint32_t kind = c->wildcard ? SLOT_WILD : value ? SLOT_EXACT : SLOT_DEFAULT;
-            idx->nodes[p].has = (uint8_t)(idx->nodes[p].has | (1u << kind));
             if (c->wildcard)
-                n_pattern++;
-            else
-                edge_add(idx, p, next, kind);
+                n_wild++;
+            else if (value)
+                n_exact++;
             if (depth > idx->max_depth)
                 idx->max_depth = depth;
             next++;
         }
-        if (n_pattern)
-            group_patterns(idx, p, first, (uint32_t)n);
     }
+
+    idx->wild = weir__calloc(idx->ctx, n_wild ? n_wild : 1, sizeof(*idx->wild));
+    if (!idx->wild || !strtab_init(idx->ctx, &idx->values, n_exact, SALT_VALUE))
+        return WEIR_ENOMEM;
+    for (uint32_t p = 0; p < next; p++)
+        link_children(idx, p);
     return WEIR_OK;
 }
 
@@ -365,20 +478,14 @@ weir_status weir__match_index_new(weir_ctx *ctx, const weir_rules *rules, weir__
     idx->n_nodes = (uint32_t)n_nodes;
     if (weir__random(&idx->seed, sizeof(idx->seed)) != WEIR_OK)
         idx->seed = FALLBACK_SEED; /* the seed only spreads slots; any value is correct */
-    size_t n_slots = pow2_at_least(2 * n_nodes);
-    size_t n_dslots = pow2_at_least(2 * n_domains);
-    idx->slot_mask = n_slots - 1;
-    idx->dslot_mask = n_dslots - 1;
     idx->nodes = weir__calloc(ctx, n_nodes ? n_nodes : 1, sizeof(*idx->nodes));
-    idx->slots = weir__calloc(ctx, n_slots, sizeof(*idx->slots));
-    idx->wild = weir__calloc(ctx, n_nodes ? n_nodes : 1, sizeof(*idx->wild));
-    idx->dslots = weir__calloc(ctx, n_dslots, sizeof(*idx->dslots));
-    if (!idx->nodes || !idx->slots || !idx->wild || !idx->dslots) {
+    /* every key entry holds at least one descriptor */
+    idx->runs = weir__calloc(ctx, n_rules ? n_rules : 1, sizeof(*idx->runs));
+    if (!idx->nodes || !idx->runs || !strtab_init(ctx, &idx->keys, n_rules, SALT_KEY) ||
+        !strtab_init(ctx, &idx->domains, n_domains, SALT_DOMAIN)) {
         weir__match_index_free(idx);
         return WEIR_ENOMEM;
     }
-    for (size_t i = 0; i < n_dslots; i++)
-        idx->dslots[i].root = NO_NODE;
 
     weir_status st = build(idx, rules);
     if (st != WEIR_OK) {
@@ -395,9 +502,11 @@ void weir__match_index_free(weir__match_index *idx)
         return;
     weir_ctx *ctx = idx->ctx;
     weir__free(ctx, idx->nodes);
-    weir__free(ctx, idx->slots);
+    weir__free(ctx, idx->runs);
     weir__free(ctx, idx->wild);
-    weir__free(ctx, idx->dslots);
+    strtab_free(ctx, &idx->keys);
+    strtab_free(ctx, &idx->values);
+    strtab_free(ctx, &idx->domains);
     weir__free(ctx, idx);
 }
 
@@ -407,46 +516,39 @@ void weir__match_index_free(weir__match_index *idx)
 static uint32_t match_level(const weir__match_index *idx, uint32_t p, const weir__entry *e,
                             weir__match_kind *kind)
 {
-    unsigned has = idx->nodes[p].has;
-    uint64_t kh = key_hash(idx, p, e->key, e->key_len);
-    const mslot *s = NULL;
-    if (has & HAS_EXACT)
-        s = slot_find(idx, exact_hash(kh, e->value, e->value_len), p, SLOT_EXACT, e->key,
-                      e->key_len, e->value, e->value_len);
-    if (s) {
-        *kind = WEIR__MATCH_EXACT;
-        return s->node;
-    }
-    if (has & HAS_WILD)
-        s = slot_find(idx, kind_hash(kh, SLOT_WILD), p, SLOT_WILD, e->key, e->key_len, NULL, 0);
-    if (s) {
-        for (uint32_t i = 0; i < s->count; i++) {
-            uint32_t c = idx->wild[s->first + i];
-            const mnode *cn = &idx->nodes[c];
-            if (weir__glob_match(cn->value, cn->value_len, e->value, e->value_len)) {
-                *kind = WEIR__MATCH_WILDCARD;
-                return c;
-            }
+    const mnode *pn = &idx->nodes[p];
+    uint32_t k = strtab_find(idx, &idx->keys, p, pn->first_key, pn->n_keys, e->key, e->key_len);
+    if (k == NO_NODE)
+        return NO_NODE;
+    const keyruns *kr = &idx->runs[k];
+    const char *value = e->value ? e->value : "";
+    if (kr->n_exact) {
+        uint32_t x =
+            strtab_find(idx, &idx->values, k, kr->first_exact, kr->n_exact, value, e->value_len);
+        if (x != NO_NODE) {
+            *kind = WEIR__MATCH_EXACT;
+            return idx->values.ents[x].id;
         }
     }
-    s = NULL;
-    if (has & HAS_DEFAULT)
-        s = slot_find(idx, kind_hash(kh, SLOT_DEFAULT), p, SLOT_DEFAULT, e->key, e->key_len, NULL,
-                      0);
-    if (s) {
-        *kind = WEIR__MATCH_DEFAULT;
-        return s->node;
+    for (const wentry *w = idx->wild + kr->first_wild, *end = w + kr->n_wild; w < end; w++) {
+        if (glob_stars(w->pattern, w->len, w->prefix, w->last_star, value, e->value_len)) {
+            *kind = WEIR__MATCH_WILDCARD;
+            return w->node;
+        }
     }
-    return NO_NODE;
+    *kind = WEIR__MATCH_DEFAULT;
+    return idx->keys.ents[k].id;
 }
 
-/* The public handle is the domain's slot. */
+/* The public handle is the domain's entry. */
 const weir__match_domain *weir__match_domain_find(const weir__match_index *idx, const char *domain,
                                                   size_t domain_len)
 {
     if (!idx || !domain)
         return NULL;
-    return (const weir__match_domain *)domain_find(idx, domain, domain_len);
+    const strtab *t = &idx->domains;
+    uint32_t d = strtab_find(idx, t, 0, 0, t->n, domain, domain_len);
+    return d == NO_NODE ? NULL : (const weir__match_domain *)&t->ents[d];
 }
 
 weir_status weir__match_from(const weir__match_index *idx, const weir__match_domain *dom,
@@ -459,19 +561,15 @@ weir_status weir__match_from(const weir__match_index *idx, const weir__match_dom
             return WEIR_EINVAL;
     }
 
-    out->domain_found = false;
-    out->domain = NULL;
+    const strent *d = (const strent *)dom;
+    out->domain_found = d != NULL;
+    out->domain = d ? idx->nodes[d->id].domain : NULL;
     out->rule = NULL;
     out->depth = 0;
-    const dslot *d = (const dslot *)dom;
-    if (!d)
-        return WEIR_OK;
-    out->domain_found = true;
-    out->domain = idx->nodes[d->root].domain;
-    if (n > idx->max_depth)
-        return WEIR_OK; /* deeper than every rule path: no match */
+    if (!d || n > idx->max_depth)
+        return WEIR_OK; /* no domain, or deeper than every rule path: no match */
 
-    uint32_t cur = d->root;
+    uint32_t cur = d->id;
     for (size_t i = 0; i < n; i++) {
         weir__match_kind kind = WEIR__MATCH_EXACT;
         uint32_t c = match_level(idx, cur, &entries[i], &kind);

@@ -85,11 +85,11 @@ typedef struct weir__match_result {
  * @out:   written only on success; free with weir__match_index_free().
  *
  * Every domain and every node of every depth is indexed: domains by name,
- * a node's children by (key, value) for exact values and by key for
- * defaults, each in one hash lookup, and its pattern children grouped by
- * key in file order. If two siblings had the same exact (key, value) or
- * two defaults the same key (the loader rejects both), the first in file
- * order wins.
+ * a node's children by key, then a key's exact children by value, each
+ * found by a short scan or one hash lookup, with the key's default and its
+ * pattern children in file order. If two siblings had the same exact
+ * (key, value) or two defaults the same key (the loader rejects both), the
+ * first in file order wins.
  *
  * Returns WEIR_OK; WEIR_EINVAL for a NULL argument; WEIR_ERANGE when the
  * tree is deeper than WEIR__MATCH_MAX_DEPTH or has more than UINT32_MAX/4

@@ -926,7 +926,8 @@ static void addf(text *t, const char *fmt, ...)
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
+        /* no pointer arithmetic on a buffer not yet allocated */
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->cap - t->len, fmt, ap);
         va_end(ap);
         assert_true(n >= 0);
         if ((size_t)n < t->cap - t->len) {
@@ -1037,6 +1038,31 @@ static void random_request(test_rng *rng, weir__entry *e, size_t *n)
     }
 }
 
+/* The index and the reference walk agree on one request of domain "d"
+ * (the rules' text is printed when they do not); counts it, and its match. */
+static void agree_with_reference(const weir_rules *r, const weir__match_index *idx,
+                                 const char *text_of_rules, const weir__entry *e, size_t n,
+                                 size_t *hits, size_t *total)
+{
+    weir__match_kind want_kinds[WEIR__MATCH_MAX_DEPTH];
+    const weir_rule *want = ref_match(r, "d", e, n, want_kinds);
+    weir__match_result m;
+    assert_int_equal(weir__match(idx, "d", 1, e, n, &m), WEIR_OK);
+    if (m.rule != want) {
+        printf("rules:\n%s\nrequest:", text_of_rules);
+        for (size_t i = 0; i < n; i++)
+            printf(" (%s, %s)", e[i].key, e[i].value);
+        printf("\n");
+    }
+    assert_ptr_equal(m.rule, want);
+    if (want) {
+        (*hits)++;
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(m.levels[i].kind, want_kinds[i]);
+    }
+    (*total)++;
+}
+
 static void property_vs_reference(void **unused)
 {
     (void)unused;
@@ -1053,23 +1079,7 @@ static void property_vs_reference(void **unused)
             weir__entry e[4];
             size_t n;
             random_request(&rng, e, &n);
-            weir__match_kind want_kinds[4];
-            const weir_rule *want = ref_match(r, "d", e, n, want_kinds);
-            weir__match_result m;
-            assert_int_equal(weir__match(idx, "d", 1, e, n, &m), WEIR_OK);
-            if (m.rule != want) {
-                printf("rules:\n%s\nrequest:", t.p);
-                for (size_t i = 0; i < n; i++)
-                    printf(" (%s, %s)", e[i].key, e[i].value);
-                printf("\n");
-            }
-            assert_ptr_equal(m.rule, want);
-            if (want) {
-                hits++;
-                for (size_t i = 0; i < n; i++)
-                    assert_int_equal(m.levels[i].kind, want_kinds[i]);
-            }
-            total++;
+            agree_with_reference(r, idx, t.p, e, n, &hits, &total);
         }
         weir__match_index_free(idx);
         weir_rules_free(r);
@@ -1077,6 +1087,150 @@ static void property_vs_reference(void **unused)
     }
     printf("%zu of %zu random requests matched\n", hits, total);
     assert_true(hits > total / 20);
+}
+
+/* Wide nodes: runs longer than the index scans in order (found through its
+ * hash slots instead), the same strings under many owners, and strings of
+ * every length around the index's 4-, 8- and 16-byte steps, some equal
+ * but for one byte near the end. */
+enum { WIDE_KEYS = 24, WIDE_VALUES = 40 };
+
+static void wide_string(char *buf, size_t cap, char tag, size_t i)
+{
+    switch (i % 6) {
+    case 0:
+        snprintf(buf, cap, "%c%zu", tag, i); /* 2 or 3 bytes */
+        break;
+    case 1:
+        snprintf(buf, cap, "%c%07zu", tag, i); /* 8 bytes */
+        break;
+    case 2:
+        snprintf(buf, cap, "%c-0123456-%zu", tag, i); /* 11 or 12 */
+        break;
+    case 3:
+        snprintf(buf, cap, "%c-a-long-string-of-bytes-%zua", tag, i); /* 27 or 28 */
+        break;
+    case 4: /* case 3's string of i - 1 but for the last byte */
+        snprintf(buf, cap, "%c-a-long-string-of-bytes-%zub", tag, i - 1);
+        break;
+    default:
+        snprintf(buf, cap, "%c%05zu", tag, i); /* 6 bytes, the first 4 often alike */
+    }
+}
+
+static const char *const wide_patterns[] = {"*1", "v-0*", "*-a-long*", "v*", "*string*5", "v0*"};
+
+static void gen_wide(text *t, test_rng *rng, int depth, int indent, size_t *count)
+{
+    size_t n_keys = depth == 1 ? WIDE_KEYS : 2 + rng_below(rng, 12);
+    for (size_t k = 0; k < n_keys; k++) {
+        char key[40];
+        wide_string(key, sizeof(key), 'k', k);
+        size_t n_exact = rng_below(rng, 4) == 0 ? 0 : rng_below(rng, 16);
+        size_t first = rng_below(rng, WIDE_VALUES);
+        bool has_default = rng_below(rng, 3) == 0;
+        size_t n_patterns = rng_below(rng, 3) == 0 ? 1 + rng_below(rng, 2) : 0;
+        size_t first_pattern = rng_below(rng, 6);
+        for (size_t c = 0; c < n_exact + has_default + n_patterns; c++) {
+            char value[40];
+            addf(t, "%*s- key: %s\n", indent, "", key);
+            if (c < n_exact) {
+                wide_string(value, sizeof(value), 'v', (first + c) % WIDE_VALUES);
+                addf(t, "%*s  value: '%s'\n", indent, "", value);
+            } else if (c < n_exact + n_patterns) {
+                addf(t, "%*s  value: '%s'\n", indent, "",
+                     wide_patterns[(first_pattern + c - n_exact) % 6]);
+            }
+            addf(t, "%*s  rate_limit: {unit: second, requests_per_unit: %zu}\n", indent, "",
+                 ++*count);
+            if (depth < 2 && rng_below(rng, 10) == 0) {
+                addf(t, "%*s  descriptors:\n", indent, "");
+                gen_wide(t, rng, depth + 1, indent + 4, count);
+            }
+        }
+    }
+}
+
+static void wide_runs_vs_reference(void **unused)
+{
+    (void)unused;
+    test_rng rng = {test_seed("match_wide")};
+    static char keys[WIDE_KEYS + 2][40], values[WIDE_VALUES + 2][40];
+    for (size_t i = 0; i < WIDE_KEYS + 2; i++)
+        wide_string(keys[i], sizeof(keys[i]), 'k', i); /* the last two are in no rule */
+    for (size_t i = 0; i < WIDE_VALUES + 2; i++)
+        wide_string(values[i], sizeof(values[i]), 'v', i);
+    size_t hits = 0, total = 0;
+    for (int round = 0; round < 20; round++) {
+        text t = {.p = malloc(4096), .cap = 4096};
+        assert_non_null(t.p);
+        size_t count = 0;
+        addf(&t, "domain: d\ndescriptors:\n");
+        gen_wide(&t, &rng, 1, 2, &count);
+        weir_rules *r = test_rules_parse(ctx, t.p);
+        weir__match_index *idx = index_of(r);
+        for (int q = 0; q < 2000; q++) {
+            weir__entry e[2];
+            size_t n = 1 + rng_below(&rng, 2);
+            for (size_t i = 0; i < n; i++) {
+                const char *k = keys[rng_below(&rng, WIDE_KEYS + 2)];
+                uint64_t v = rng_below(&rng, WIDE_VALUES + 4);
+                const char *val = v < WIDE_VALUES + 2 ? values[v] : v == WIDE_VALUES + 2 ? "" : "v";
+                e[i] = (weir__entry){k, strlen(k), val, strlen(val)};
+            }
+            agree_with_reference(r, idx, t.p, e, n, &hits, &total);
+        }
+        weir__match_index_free(idx);
+        weir_rules_free(r);
+        free(t.p);
+    }
+    printf("%zu of %zu wide requests matched\n", hits, total);
+    assert_true(hits > total / 10);
+}
+
+/* More domains than the index scans in order: each is found by its own
+ * name only, whatever its length. */
+static void many_domains(void **unused)
+{
+    (void)unused;
+    enum { N = 20 };
+    char dir[] = "/tmp/weir_match_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char names[N + 2][40], file[32], yaml[128];
+    for (size_t i = 0; i < N + 2; i++)
+        wide_string(names[i], sizeof(names[i]), 'd', i); /* the last two are not loaded */
+    for (size_t i = 0; i < N; i++) {
+        snprintf(file, sizeof(file), "%zu.yaml", i);
+        snprintf(yaml, sizeof(yaml),
+                 "domain: %s\ndescriptors:\n  - key: k\n"
+                 "    rate_limit: {unit: second, requests_per_unit: %zu}\n",
+                 names[i], i + 1);
+        write_file(dir, file, yaml);
+    }
+    weir_rules *r = NULL;
+    weir_status st = weir_rules_load(ctx, dir, NULL, &r, NULL, 0, NULL);
+    for (size_t i = 0; i < N; i++) {
+        snprintf(file, sizeof(file), "%zu.yaml", i);
+        remove_file(dir, file);
+    }
+    remove(dir);
+    assert_int_equal(st, WEIR_OK);
+    weir__match_index *idx = index_of(r);
+    weir__entry e = {"k", 1, "x", 1};
+    for (size_t i = 0; i < N + 2; i++) {
+        weir__match_result m;
+        assert_int_equal(weir__match(idx, names[i], strlen(names[i]), &e, 1, &m), WEIR_OK);
+        assert_int_equal(m.domain_found, i < N);
+        if (i < N) {
+            assert_ptr_equal(m.domain, weir_rules_find_domain(r, names[i]));
+            assert_non_null(m.rule);
+            assert_int_equal(weir_rule_limit_at(m.rule, 0)->requests_per_unit, i + 1);
+        }
+        bool found = weir__match_domain_find(idx, names[i], strlen(names[i])) != NULL;
+        assert_int_equal(found, i < N);
+    }
+    weir__match_index_free(idx);
+    weir_rules_free(r);
 }
 
 /* ------------------------------------------------------------ scale */
@@ -1187,6 +1341,8 @@ int main(void)
         cmocka_unit_test(counter_key_reload),
         cmocka_unit_test(out_of_memory),
         cmocka_unit_test(property_vs_reference),
+        cmocka_unit_test(wide_runs_vs_reference),
+        cmocka_unit_test(many_domains),
         cmocka_unit_test(million_lookups_allocate_nothing),
     };
     return cmocka_run_group_tests_name("engine_match", tests, setup, teardown);

@@ -748,6 +748,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             /* native byte order: the digest never leaves this process */
             memcpy(dc->keys[dc->n_pending], &h.low64, sizeof(h.low64));
             memcpy(dc->keys[dc->n_pending] + sizeof(h.low64), &h.high64, sizeof(h.high64));
+            /* the counter's cache miss overlaps the rest of the planning */
+            weir__store_prefetch(dc->engine->store, dc->keys[dc->n_pending]);
             p->hits = desc->has_hits ? desc->hits : req->hits ? req->hits : 1;
             p->kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
             dc->n_pending++;

@@ -701,6 +701,15 @@ static void prefetch_buckets(memstore *ms, const digest *d)
     prefetch_pair(&t[b1], &t[b2]);
 }
 
+void weir__store_prefetch(weir_store *store, const void *key)
+{
+    if (!is_mem(store))
+        return;
+    memstore *ms = (memstore *)store;
+    digest d = digest_given(ms, key);
+    prefetch_buckets(ms, &d);
+}
+
 /* The independent batch: keys are hashed and their buckets fetched
  * PF_AHEAD ops ahead of their decision, so the cache misses of later keys
  * overlap the decisions of earlier ones. */

@@ -31,6 +31,13 @@ static inline bool weir__store_is_inline(const weir_store *s)
     return s->kind == WEIR__STORE_MEMORY;
 }
 
+/* A hint that an op on this key (WEIR_DIGEST_BYTES, as WEIR_BATCH_DIGESTS
+ * takes it) will follow: the memory store starts fetching the key's
+ * buckets, so the cache miss overlaps whatever the caller does before the
+ * op. Other stores ignore it. Reads the table without a lock and never
+ * writes; safe from any thread. */
+void weir__store_prefetch(weir_store *s, const void *key);
+
 /* Checks shared by every store: what weir_store_submit() promises to refuse. */
 weir_status weir__store_check_batch(const weir_op *ops, size_t n, unsigned flags);
 

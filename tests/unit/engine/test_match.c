@@ -923,11 +923,15 @@ typedef struct text {
 static void addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void addf(text *t, const char *fmt, ...)
 {
+    if (!t->p) { /* no pointer arithmetic on a buffer not yet allocated */
+        t->cap = 256;
+        t->p = malloc(t->cap);
+        assert_non_null(t->p);
+    }
     for (;;) {
         va_list ap;
         va_start(ap, fmt);
-        /* no pointer arithmetic on a buffer not yet allocated */
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->cap - t->len, fmt, ap);
+        int n = vsnprintf(t->p + t->len, t->cap - t->len, fmt, ap);
         va_end(ap);
         assert_true(n >= 0);
         if ((size_t)n < t->cap - t->len) {
@@ -1124,7 +1128,7 @@ static void gen_wide(text *t, test_rng *rng, int depth, int indent, size_t *coun
 {
     size_t n_keys = depth == 1 ? WIDE_KEYS : 2 + rng_below(rng, 12);
     for (size_t k = 0; k < n_keys; k++) {
-        char key[40];
+        char key[64];
         wide_string(key, sizeof(key), 'k', k);
         size_t n_exact = rng_below(rng, 4) == 0 ? 0 : rng_below(rng, 16);
         size_t first = rng_below(rng, WIDE_VALUES);
@@ -1132,7 +1136,7 @@ static void gen_wide(text *t, test_rng *rng, int depth, int indent, size_t *coun
         size_t n_patterns = rng_below(rng, 3) == 0 ? 1 + rng_below(rng, 2) : 0;
         size_t first_pattern = rng_below(rng, 6);
         for (size_t c = 0; c < n_exact + has_default + n_patterns; c++) {
-            char value[40];
+            char value[64];
             addf(t, "%*s- key: %s\n", indent, "", key);
             if (c < n_exact) {
                 wide_string(value, sizeof(value), 'v', (first + c) % WIDE_VALUES);
@@ -1155,7 +1159,7 @@ static void wide_runs_vs_reference(void **unused)
 {
     (void)unused;
     test_rng rng = {test_seed("match_wide")};
-    static char keys[WIDE_KEYS + 2][40], values[WIDE_VALUES + 2][40];
+    static char keys[WIDE_KEYS + 2][64], values[WIDE_VALUES + 2][64];
     for (size_t i = 0; i < WIDE_KEYS + 2; i++)
         wide_string(keys[i], sizeof(keys[i]), 'k', i); /* the last two are in no rule */
     for (size_t i = 0; i < WIDE_VALUES + 2; i++)
@@ -1196,15 +1200,16 @@ static void many_domains(void **unused)
     enum { N = 20 };
     char dir[] = "/tmp/weir_match_XXXXXX";
     assert_non_null(mkdtemp(dir));
-    char names[N + 2][40], file[32], yaml[128];
+    char names[N + 2][64], file[32], yaml[256];
     for (size_t i = 0; i < N + 2; i++)
         wide_string(names[i], sizeof(names[i]), 'd', i); /* the last two are not loaded */
     for (size_t i = 0; i < N; i++) {
         snprintf(file, sizeof(file), "%zu.yaml", i);
-        snprintf(yaml, sizeof(yaml),
-                 "domain: %s\ndescriptors:\n  - key: k\n"
-                 "    rate_limit: {unit: second, requests_per_unit: %zu}\n",
-                 names[i], i + 1);
+        int len = snprintf(yaml, sizeof(yaml),
+                           "domain: %s\ndescriptors:\n  - key: k\n"
+                           "    rate_limit: {unit: second, requests_per_unit: %zu}\n",
+                           names[i], i + 1);
+        assert_true(len > 0 && (size_t)len < sizeof(yaml));
         write_file(dir, file, yaml);
     }
     weir_rules *r = NULL;

@@ -10,7 +10,7 @@ packages=(
     # second compiler, sanitizer and libFuzzer runtimes, formatter
     clang libclang-rt-14-dev clang-format
     # libraries
-    libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev libjsmn-dev
+    libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
     # the well-known .proto files (google/protobuf/duration.proto, ...)
     libprotobuf-dev

@@ -1,41 +1,33 @@
 /*
- * json.c - strict JSON (RFC 8259) for the API decoders: jsmn tokenizes the
- * body, this file checks everything jsmn does not and lays the tokens out
- * as the nodes of json.h.
+ * json.c - strict JSON (RFC 8259) for the API decoders: one pass over the
+ * body as the RFC's grammar, writing the nodes of json.h as it goes.
  *
- * Why hand-written around jsmn rather than a tree library: the decoders
- * used jansson, which builds a tree with one malloc per value (and a hash
- * table per object) and frees it all again. Profiling `weir serve` showed
- * jansson plus malloc/free at ~25% of the CPU of a POST /v1/check with 3
- * descriptors. bench/api (weir-bench-api, release build, 2-core shared
- * machine, median of 3 runs of 5) measured that decode at 6,360 ns with
- * jansson and 1,155 ns with this file (POST /json: 8,735 -> 1,552 ns);
- * of what is left, about 40% is jsmn, 40% the checks below, 20% the
- * decoders. jsmn writes tokens into an array the decoder keeps, so a
- * decode allocates nothing once the arrays have grown to the largest
- * body seen.
+ * Why hand-written rather than a library: the decoders used jansson, which
+ * builds a tree with one malloc per value (and a hash table per object) and
+ * frees it all again. Profiling `weir serve` showed jansson plus
+ * malloc/free at ~25% of the CPU of a POST /v1/check with 3 descriptors;
+ * bench/api (weir-bench-api) measured that decode at 6,360 ns with
+ * jansson. Debian's tokenizer, jsmn 1.1.0, is not a validator even with
+ * JSMN_STRICT (it accepts [1 2], {"a" "b"}, [1,], tru, 01, raw control
+ * characters, invalid UTF-8, lone surrogates, and stops silently at a NUL
+ * byte), so a grammar walk over the body had to check everything after it;
+ * that walk already found every token itself and used jsmn's only to
+ * cross-check them, so jsmn was dropped: the same decode costs ~40% fewer
+ * instructions without it (docs/BENCHMARKS.md). jansson stays the oracle
+ * of the fuzz target (tests/fuzz/fuzz_api_json.c): a body must parse here
+ * exactly when jansson accepts it, to the same values.
  *
- * jsmn 1.1.0, even with JSMN_STRICT, is a tokenizer, not a validator: it
- * accepts missing and extra commas and colons ([1 2], {"a" "b"}, [1,],
- * [,1], {"a"}, {"a"::1}), several top-level values, any printable run
- * starting with -, a digit, t, f or n as a primitive (tru, 01, -, 1.e5,
- * 1:2), raw control characters and invalid UTF-8 in strings, lone \uD800
- * escapes, and it stops silently at a NUL byte ({}<NUL>xx). So after jsmn
- * has run, walk_doc() reads the body once more as the RFC's grammar, byte
- * by byte between the tokens, taking jsmn's tokens in order for the values
- * it meets: each token must start where the grammar says a value starts,
- * strings and primitives must end where jsmn says (they are checked in
- * full here: escapes, surrogate pairs, control characters and UTF-8 as
- * jansson checks them; numbers against the RFC's grammar; true, false and
- * null exactly), nesting is capped at WEIR_JSON_MAX_DEPTH, and only
- * whitespace may follow the value. Where the two disagree the document is
- * refused. Errors carry the offset of the offending text, reported as
- * jansson did (line, column of its last character, "<reason> near
- * '<text>'").
+ * The walk reads values, members and separators as the grammar says;
+ * strings are checked in full (escapes, surrogate pairs, control
+ * characters and UTF-8 as jansson checks them), numbers against the RFC's
+ * grammar, true, false and null exactly; nesting is capped at
+ * WEIR_JSON_MAX_DEPTH, and only whitespace may follow the value. Errors
+ * carry the offset of the offending text, reported as jansson did (line,
+ * column of its last character, "<reason> near '<text>'").
  *
- * jsmn is built here only (JSMN_STATIC): no other file includes jsmn.h.
- * JSMN_PARENT_LINKS keeps its closing brackets and commas O(1) (without
- * it jsmn scans back over the tokens, quadratic on [[],[],...]).
+ * Nodes live in one array that grows by doubling, up to what a valid
+ * document can need, and is kept for the next document: a decode
+ * allocates nothing once it has grown to the largest body seen.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -44,17 +36,7 @@
 
 #include "json.h"
 
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wconversion"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#pragma GCC diagnostic ignored "-Wsign-compare"
-#define JSMN_STATIC
-#define JSMN_STRICT
-#define JSMN_PARENT_LINKS
-#include <jsmn.h>
-#pragma GCC diagnostic pop
-
-/* Tokens a parser starts with (a /v1/check body with 3 descriptors takes
+/* Nodes a parser starts with (a /v1/check body with 3 descriptors takes
  * about 40). */
 #define FIRST_CAP 64u
 
@@ -66,26 +48,17 @@ void weir_json_init(weir_json *j)
 void weir_json_release(weir_json *j)
 {
     free(j->nodes);
-    free(j->toks);
     free(j->scratch);
     weir_json_init(j);
 }
 
-/* Room for @cap tokens and @cap + 1 nodes (one for a top-level primitive
- * that ends the body, which strict jsmn leaves without a token). Tokens
- * are kept: jsmn resumes over them. */
+/* Room for @cap nodes, keeping those written. */
 static bool grow(weir_json *j, size_t cap)
 {
-    jsmntok_t *t = realloc(j->toks, cap * sizeof(*t));
-    if (!t)
+    weir_json_node *n = realloc(j->nodes, cap * sizeof(*n));
+    if (!n)
         return false;
-    j->toks = t;
-    free(j->nodes);
-    j->nodes = malloc((cap + 1) * sizeof(*j->nodes));
-    if (!j->nodes) {
-        j->cap = 0;
-        return false;
-    }
+    j->nodes = n;
     j->cap = cap;
     return true;
 }
@@ -121,7 +94,7 @@ static size_t skip_ws(const char *s, size_t len, size_t at)
     return at;
 }
 
-/* Where a primitive starting at @at ends, as strict jsmn sees it: at
+/* Where a primitive starting at @at ends: at
  * whitespace, ',', ']', '}' or the end of the body. */
 static size_t primitive_end(const char *s, size_t len, size_t at)
 {
@@ -427,30 +400,25 @@ typedef struct walk {
     weir_json *j;
     const char *s;
     size_t len;
-    const jsmntok_t *toks;
-    size_t n_toks;  /* what jsmn made */
-    size_t ti;      /* the next token to take */
-    bool untokened; /* a top-level primitive at the end, without a token */
+    size_t ti;   /* nodes written */
+    size_t most; /* nodes a valid document of this length can need */
     weir_json_error *err;
 } walk;
 
-/* The next token, if it has type @type and starts at @start. */
-static const jsmntok_t *take(walk *w, jsmntype_t type, size_t start)
+/* The next node, or NULL when memory ran out (*r says so). A document
+ * past `most` nodes cannot be valid; the walk meets its error before it
+ * writes one more node than that, but the cap holds regardless. */
+static weir_json_node *new_node(walk *w, weir_json_result *r)
 {
-    if (w->ti >= w->n_toks)
+    weir_json *j = w->j;
+    if (w->ti < j->cap)
+        return &j->nodes[w->ti++];
+    size_t cap = j->cap * 2 < w->most ? j->cap * 2 : w->most;
+    if (cap <= j->cap || !grow(j, cap)) {
+        *r = WEIR_JSON_NOMEM;
         return NULL;
-    const jsmntok_t *t = &w->toks[w->ti];
-    if (t->type != type || t->start < 0 || (size_t)t->start != start)
-        return NULL;
-    return t;
-}
-
-/* jsmn and the grammar disagree at @at (jsmn refused what is valid so
- * far): refused, as jsmn did. */
-static weir_json_result disagree(walk *w, size_t at)
-{
-    fail_at(w->err, w->s, w->len, at, "invalid token");
-    return WEIR_JSON_MALFORMED;
+    }
+    return &j->nodes[w->ti++];
 }
 
 /* The string whose opening quote is at @at becomes the next node; *after
@@ -461,10 +429,10 @@ static weir_json_result string_node(walk *w, size_t at, size_t *after)
     bool escaped = false;
     if (!check_string(w->s, w->len, at, &q, &escaped, w->err))
         return WEIR_JSON_MALFORMED;
-    const jsmntok_t *t = take(w, JSMN_STRING, at + 1);
-    if (!t || (size_t)t->end != q)
-        return disagree(w, at);
-    weir_json_node *v = &w->j->nodes[w->ti++];
+    weir_json_result r = WEIR_JSON_OK;
+    weir_json_node *v = new_node(w, &r);
+    if (!v)
+        return r;
     *v = (weir_json_node){
         .s = w->s + at + 1, .n = (uint32_t)(q - at - 1), .span = 1, .type = WEIR_JSON_STRING};
     if (escaped)
@@ -474,7 +442,7 @@ static weir_json_result string_node(walk *w, size_t at, size_t *after)
 }
 
 /* The primitive at @at becomes the next node; *after is its end. */
-static weir_json_result primitive_node(walk *w, size_t at, bool top, size_t *after)
+static weir_json_result primitive_node(walk *w, size_t at, size_t *after)
 {
     size_t e = primitive_end(w->s, w->len, at);
     uint8_t integer = 0;
@@ -483,17 +451,15 @@ static weir_json_result primitive_node(walk *w, size_t at, bool top, size_t *aft
         fail(w->err, w->s, at, e > at ? e : at + 1, "invalid token");
         return WEIR_JSON_MALFORMED;
     }
-    const jsmntok_t *t = take(w, JSMN_PRIMITIVE, at);
-    if (!t && top && w->ti == w->n_toks && e == w->len) {
-        w->untokened = true;
-    } else if (!t || (size_t)t->end != e) {
-        return disagree(w, at);
-    }
-    w->j->nodes[w->ti++] = (weir_json_node){.s = w->s + at,
-                                            .n = (uint32_t)(e - at),
-                                            .span = 1,
-                                            .type = (uint8_t)type,
-                                            .integer = integer};
+    weir_json_result r = WEIR_JSON_OK;
+    weir_json_node *v = new_node(w, &r);
+    if (!v)
+        return r;
+    *v = (weir_json_node){.s = w->s + at,
+                          .n = (uint32_t)(e - at),
+                          .span = 1,
+                          .type = (uint8_t)type,
+                          .integer = integer};
     *after = e;
     return WEIR_JSON_OK;
 }
@@ -504,7 +470,7 @@ typedef struct frame {
     bool object;
 } frame;
 
-/* Reads the body as the grammar, taking jsmn's tokens as it goes. */
+/* Reads the body as the grammar, writing each value's node as it starts. */
 static weir_json_result walk_doc(walk *w, bool any_top)
 {
     const char *s = w->s;
@@ -517,7 +483,7 @@ static weir_json_result walk_doc(walk *w, bool any_top)
         fail_at(w->err, s, len, at, "'[' or '{' expected");
         return WEIR_JSON_MALFORMED;
     }
-    weir_json_result r;
+    weir_json_result r = WEIR_JSON_OK;
     for (;;) {
         switch (state) {
         case VALUE: /* at: past whitespace, a value must start */
@@ -532,22 +498,22 @@ static weir_json_result walk_doc(walk *w, bool any_top)
                          WEIR_JSON_MAX_DEPTH);
                     return WEIR_JSON_MALFORMED;
                 }
-                if (!take(w, object ? JSMN_OBJECT : JSMN_ARRAY, at))
-                    return disagree(w, at);
-                w->j->nodes[w->ti] = (weir_json_node){
+                weir_json_node *v = new_node(w, &r);
+                if (!v)
+                    return r;
+                *v = (weir_json_node){
                     .s = s + at, .span = 1, .type = object ? WEIR_JSON_OBJECT : WEIR_JSON_ARRAY};
                 at = skip_ws(s, len, at + 1);
                 if (at < len && s[at] == (object ? '}' : ']')) {
-                    w->ti++; /* empty */
-                    at++;
+                    at++; /* empty */
                     state = AFTER;
                 } else {
-                    stack[depth++] = (frame){(uint32_t)w->ti++, 0, object};
+                    stack[depth++] = (frame){(uint32_t)(w->ti - 1), 0, object};
                     state = object ? KEY : VALUE;
                 }
                 continue;
             }
-            r = s[at] == '"' ? string_node(w, at, &at) : primitive_node(w, at, depth == 0, &at);
+            r = s[at] == '"' ? string_node(w, at, &at) : primitive_node(w, at, &at);
             if (r != WEIR_JSON_OK)
                 return r;
             state = AFTER;
@@ -625,33 +591,16 @@ weir_json_result weir_json_parse(weir_json *j, const char *text, size_t len, uns
     j->scratch[len] = '\0';
     text = j->scratch;
     /*
-     * Tokens grow by doubling (jsmn resumes where it ran out), up to what
-     * a valid document can need. Every value but the top-level one owns two
-     * bytes: its last (closing bracket or quote, end of a primitive) and
-     * the one before it (the ',', ':', '[' or '{' that lets it start), so a
-     * document has at most (len + 1) / 2 values; a prefix of one also has
-     * its open arrays and objects, at most WEIR_JSON_MAX_DEPTH. On a
-     * malformed body jsmn may want more ([[[[..., [1 1 1 ...): it stops
-     * there, and the walk meets the error before it runs out of tokens
-     * (and refuses the body anyway if not).
+     * Every value but the top-level one owns two bytes: its last (closing
+     * bracket or quote, end of a primitive) and the one before it (the
+     * ',', ':', '[' or '{' that lets it start), so a valid document has at
+     * most (len + 1) / 2 values; a prefix of one also has its open arrays
+     * and objects, at most WEIR_JSON_MAX_DEPTH.
      */
-    size_t most = len / 2 + WEIR_JSON_MAX_DEPTH + 2;
-    jsmn_parser p;
-    jsmn_init(&p);
-    int rc;
-    while ((rc = jsmn_parse(&p, text, len, j->toks, (unsigned)j->cap)) == JSMN_ERROR_NOMEM &&
-           j->cap < most) {
-        if (!grow(j, j->cap * 2 < most ? j->cap * 2 : most))
-            return WEIR_JSON_NOMEM;
-    }
-    walk w = {.j = j, .s = text, .len = len, .toks = j->toks, .n_toks = p.toknext, .err = err};
+    walk w = {.j = j, .s = text, .len = len, .most = len / 2 + WEIR_JSON_MAX_DEPTH + 2, .err = err};
     weir_json_result r = walk_doc(&w, flags & WEIR_JSON_ANY_TOP);
     if (r != WEIR_JSON_OK)
         return r;
-    /* the grammar took every token, and jsmn agreed (or only missed the
-     * final delimiter of a top-level primitive) */
-    if (w.ti != w.n_toks + w.untokened || (rc < 0 && !(rc == JSMN_ERROR_PART && w.untokened)))
-        return disagree(&w, p.pos < len ? p.pos : len);
     j->n_nodes = w.ti;
     return WEIR_JSON_OK;
 }

@@ -26,7 +26,7 @@
 
 /** Most nested arrays and objects; deeper documents are malformed. */
 #define WEIR_JSON_MAX_DEPTH 64
-/** Longest document accepted (jsmn counts in int). */
+/** Longest document accepted (node spans and lengths are 32-bit). */
 #define WEIR_JSON_MAX_LEN ((size_t)1 << 30)
 
 typedef enum weir_json_type {
@@ -67,8 +67,7 @@ typedef struct weir_json_error {
 typedef struct weir_json {
     weir_json_node *nodes;
     size_t n_nodes;
-    void *toks;         /* jsmn's tokens: json.c's business */
-    size_t cap;         /* tokens allocated (nodes: one more) */
+    size_t cap;         /* nodes allocated */
     char *scratch;      /* the copy of the body, strings decoded in place */
     size_t scratch_cap; /* grows to the longest body seen, plus one */
 } weir_json;
@@ -94,7 +93,7 @@ void weir_json_release(weir_json *j);
 /**
  * weir_json_parse() - parses the @len bytes at @text (NULL when @len is 0)
  * as exactly one JSON value with only whitespace around it. Steady state
- * allocates nothing: the token and node arrays and the scratch buffer grow
+ * allocates nothing: the node array and the scratch buffer grow
  * only when a document needs more than any before it.
  */
 weir_json_result weir_json_parse(weir_json *j, const char *text, size_t len, unsigned flags,

@@ -10,8 +10,8 @@
  * is rendered by every renderer: JSON output must parse back, header
  * output must be well-formed lines. A broken invariant aborts.
  *
- * jansson is the oracle for the decoders' own JSON parser (api/json.c,
- * jsmn plus strict checks): the body must parse with json.c exactly when
+ * jansson is the oracle for the decoders' own JSON parser (api/json.c, a
+ * one-pass strict parser): the body must parse with json.c exactly when
  * json_loadb(JSON_ALLOW_NUL | JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL)
  * accepts it (NUL bytes in strings allowed, any top-level value, numbers
  * of any size), and then to the same values: the same strings byte for

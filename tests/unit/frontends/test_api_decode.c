@@ -328,8 +328,8 @@ static void check_strict_json(void **unused)
     deep[5] = '[';
     expect_error(d, weir_api_decode_check, deep, 400,
                  "malformed JSON at line 1, column 69: nesting deeper than 64 levels near '{'");
-    /* bodies that would take jsmn more tokens than any valid one of their
-     * length: the error is still where it is */
+    /* bodies that open more values than any valid one of their length
+     * holds: the error is still where it is */
     static char big[4001];
     memset(big, '[', 4000);
     expect_error(d, weir_api_decode_check, big, 400,

@@ -17,6 +17,14 @@
 # per connection and cannot hold an exact rate; on this machine 120 such
 # connections offer about 75-80k requests/s, about 80% of the get-1 peak
 # with one worker. The line prints the rate actually reached.
+# Last, latency against load with the server and the client on separate
+# cores (PINNED=0 skips it): weir (1 worker) and nginx (1 worker) each
+# pinned to CPU 1, wrk (1 thread, no script) pinned to CPU 0. The peak is
+# taken with PEAK_CONNS connections (default 32); then for each count in
+# LAT_CONNS (default "1 2 3 4 6 8 16") the rate reached, as a share of
+# that peak, and its p50 and p99. With few connections wrk holds the load
+# below the peak without a pacing script, whose own cost (a Lua timer per
+# request) would make wrk, not the server, the bottleneck on one core.
 # The limits are far above the load: what is measured is the allowed path.
 set -euo pipefail
 
@@ -26,6 +34,9 @@ DURATION=${DURATION:-10}
 WORKERS=${WORKERS:-"1 2"}
 CONNS=${CONNS:-64}
 PACED_CONNS=${PACED_CONNS:-120}
+PINNED=${PINNED:-1}
+PEAK_CONNS=${PEAK_CONNS:-32}
+LAT_CONNS=${LAT_CONNS:-"1 2 3 4 6 8 16"}
 here=bench/http
 
 for tool in wrk nginx python3; do
@@ -105,17 +116,19 @@ http {
 CONF
 }
 
+# stats OUT: sets rps, p50, p99 and errs from wrk's output
+stats() {
+    rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$1")
+    p50=$(awk '$1=="50%" {print $2}' <<<"$1")
+    p99=$(awk '$1=="99%" {print $2}' <<<"$1")
+    errs=$(awk '/Non-2xx|Socket errors/ {printf "%s ", $0}' <<<"$1")
+}
+
 # run NAME SCRIPT URL [env...]: one wrk run; prints req/s, p50, p99
 run() {
     local name=$1 script=$2 url=$3
     shift 3
-    local out
-    out=$(env "$@" wrk -t2 -c"$CONNS" -d"${DURATION}s" --latency -s "$here/$script" "$url" 2>&1)
-    local rps p50 p99 errs
-    rps=$(awk '/^Requests\/sec/ {print $2}' <<<"$out")
-    p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-    p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-    errs=$(awk '/Non-2xx|Socket errors/ {printf "%s ", $0}' <<<"$out")
+    stats "$(env "$@" wrk -t2 -c"$CONNS" -d"${DURATION}s" --latency -s "$here/$script" "$url" 2>&1)"
     printf '%-28s %12s req/s   p50 %-9s p99 %-9s %s\n' "$name" "$rps" "$p50" "$p99" "$errs"
 }
 
@@ -152,3 +165,35 @@ for w in $WORKERS; do
     wait 2>/dev/null || true
     pids=()
 done
+
+# pinned_curve NAME URL: the peak, then rate (share of peak), p50, p99 per
+# connection count, wrk on CPU 0
+pinned_curve() {
+    local name=$1 url=$2 peak c
+    stats "$(taskset -c 0 wrk -t1 -c"$PEAK_CONNS" -d"${DURATION}s" --latency "$url" 2>&1)"
+    peak=$rps
+    printf '%-28s %12s req/s   p50 %-9s p99 %-9s (peak, %s connections) %s\n' "$name" "$rps" \
+        "$p50" "$p99" "$PEAK_CONNS" "$errs"
+    for c in $LAT_CONNS; do
+        stats "$(taskset -c 0 wrk -t1 -c"$c" -d"${DURATION}s" --latency "$url" 2>&1)"
+        printf '%-28s %12s req/s   p50 %-9s p99 %-9s (%s%% of peak, %s connections) %s\n' \
+            "$name" "$rps" "$p50" "$p99" \
+            "$(awk -v r="$rps" -v p="$peak" 'BEGIN {printf "%.0f", 100 * r / p}')" "$c" "$errs"
+    done
+}
+
+if [ "$PINNED" = "1" ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+    echo "## pinned: server on CPU 1 (1 worker), wrk -t1 on CPU 0"
+    wport=$(free_port)
+    taskset -c 1 "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$wport" --grpc '' \
+        --resp '' --threads 1 --log-level warn --headers ietf,legacy,retry-after >/dev/null &
+    pids+=($!)
+    wait_port "$wport"
+    nport=$(free_port)
+    nginx_conf 1 "$nport"
+    taskset -c 1 "$NGINX" -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -g 'daemon off;' &
+    pids+=($!)
+    wait_port "$nport"
+    pinned_curve "weir  get-1 pinned" "http://127.0.0.1:$wport/v1/check?domain=bench&key=k1"
+    pinned_curve "nginx get-1 pinned" "http://127.0.0.1:$nport/check?key=k1"
+fi

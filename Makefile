@@ -5,6 +5,8 @@
 # build/       release build (the binary, the libraries, benchmarks)
 # build-asan/  gcc, AddressSanitizer + UndefinedBehaviorSanitizer: every test
 # build-tsan/  clang, ThreadSanitizer: the threaded tests
+# build-ubsan-clang/  clang, ASan + UBSan: the unit tests and fuzz corpora again
+#                     (clang's UBSan checks what gcc's does not, e.g. NULL + 0)
 # build-fuzz/  clang, libFuzzer targets (make fuzz)
 
 MAKEFLAGS += --no-print-directory
@@ -14,7 +16,7 @@ CMAKE ?= cmake
 WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps build run test test-asan test-tsan fuzz bench bench-http format format-check clean
+.PHONY: all deps node-deps build run test test-asan test-tsan test-clang fuzz bench bench-http format format-check clean
 
 all: build
 
@@ -30,7 +32,7 @@ build: deps
 run: build
 	./build/weir serve --rules examples/rules.yaml $(ARGS)
 
-test: deps node-deps test-asan test-tsan
+test: deps node-deps test-asan test-tsan test-clang
 
 # The gRPC tests' second client (@grpc/grpc-js), from npm: test tools only.
 node-deps:
@@ -48,6 +50,12 @@ test-tsan:
 	    -DWEIR_SANITIZE=thread -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -L threads
+
+test-clang:
+	CC=clang $(CMAKE) -S . -B build-ubsan-clang -DCMAKE_BUILD_TYPE=Debug \
+	    -DWEIR_SANITIZE=address,undefined -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) --build build-ubsan-clang -j $(JOBS)
+	ctest --test-dir build-ubsan-clang --output-on-failure -j $(JOBS) -L 'unit|fuzz'
 
 fuzz: deps
 	CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_FUZZ=ON >/dev/null
@@ -69,4 +77,4 @@ format-check:
 	scripts/format-check.sh
 
 clean:
-	rm -rf build build-asan build-tsan build-fuzz
+	rm -rf build build-asan build-tsan build-ubsan-clang build-fuzz

@@ -322,7 +322,8 @@ static bool scan_descriptor(wire w, scan *s, size_t di, size_t max_entries)
 
 static bool scan_request(const uint8_t *msg, size_t len, scan *s, size_t max_entries)
 {
-    wire w = {msg, msg + len};
+    /* an empty message may come as NULL: no arithmetic on it */
+    wire w = {msg, msg ? msg + len : msg};
     uint32_t field;
     unsigned type;
     wire sub = {0};

@@ -186,7 +186,10 @@ static double run(mode m, unsigned nt, char (*streams[2])[KEY_BYTES])
 {
     worker w[2];
     pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, nt + 1);
+    if (pthread_barrier_init(&start, NULL, nt + 1) != 0) {
+        fprintf(stderr, "weir-bench-locks: pthread_barrier_init failed\n");
+        exit(1);
+    }
     for (unsigned i = 0; i < nt; i++) {
         w[i] = (worker){.m = m,
                         .stream = (const char(*)[KEY_BYTES])streams[i],

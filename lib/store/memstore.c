@@ -114,12 +114,17 @@ typedef struct digest {
     uint32_t shard;
 } digest;
 
+/* Two cache lines: every decision writes the second (the lock, the clock)
+ * but only reads the first (where the table is) before it takes the lock,
+ * and only growth writes that one. On one line, the read would pull the
+ * line from the core that last decided in the shard and the lock would
+ * then have to take it over: two transfers per decision, not one. */
 typedef struct shard {
+    _Alignas(64) bucket *table; /* written under the lock, read relaxed for prefetch */
+    uint32_t nbuckets;          /* likewise */
+    void *table_raw;            /* the allocation; table is its aligned interior */
     _Alignas(64) weir__spinlock lock;
-    bucket *table;     /* written under the lock, read relaxed for prefetch */
-    uint32_t nbuckets; /* likewise */
     uint32_t count;
-    void *table_raw; /* the allocation; table is its aligned interior */
     uint32_t cursor; /* slot index where sweeps and eviction samples resume */
     uint32_t next_rest;
     uint64_t rng;
@@ -294,11 +299,12 @@ static void prefetch_pair(const bucket *t1, const bucket *t2)
     }
 }
 
+/* Every caller has asked for the key's buckets before taking the lock
+ * (prefetch_buckets(), weir__store_prefetch()), so this only reads them. */
 static entry *find(const shard *sh, const digest *d)
 {
     uint32_t b1, b2;
     buckets_of(d->tag, sh->nbuckets, &b1, &b2);
-    prefetch_pair(&sh->table[b1], &sh->table[b2]);
     return find_in(&sh->table[b1], &sh->table[b2], d);
 }
 

@@ -24,6 +24,7 @@
 #include "core/context.h"
 #include "core/snapshot.h"
 #include "engine/match.h"
+#include "rules/loader.h"
 #include "store/store.h"
 #include "weir/engine.h"
 
@@ -136,104 +137,113 @@ static ident identity(const char *domain, const unsigned char *path, size_t path
     return (ident){h.low64, h.high64};
 }
 
-/* Every limit's identity, found by the limit's address (open addressing). */
-typedef struct ident_map {
-    const weir_rule_limit **keys;
-    ident *ids;
-    size_t mask;
+/* Path bytes for the deepest tree the loader accepts. */
+#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
+
+/* The 128-bit digest of a counter's bytes under the engine's secret, in
+ * native byte order (it never leaves this process): the store key. */
+static void counter_digest(const void *bytes, size_t len, const unsigned char *secret,
+                           unsigned char out[DIGEST_BYTES])
+{
+    XXH128_hash_t h = XXH3_128bits_withSecret(bytes, len, secret, SECRET_BYTES);
+    memcpy(out, &h.low64, sizeof(h.low64));
+    memcpy(out + sizeof(h.low64), &h.high64, sizeof(h.high64));
+}
+
+/* What a decision needs of one limit beyond the rule file: its identity
+ * and, when no level of its path counts request values apart (every level
+ * an exact value), its counter's digest, which is then the same for every
+ * request that gives no override. */
+typedef struct limit_plan {
+    ident id;
+    bool fixed;
+    unsigned char digest[DIGEST_BYTES];
+} limit_plan;
+
+/* Every limit's plan, each rule's in one run in rule order; a rule's run
+ * starts at first[rule->seq], so a matched rule finds its limits' plans
+ * with one index and no search. */
+typedef struct plans {
+    size_t *first; /* by rule seq */
+    limit_plan *limits;
     size_t n;
     bool replaces; /* some limit names others in `replaces` */
-} ident_map;
-
-static size_t slot_of(const ident_map *m, const weir_rule_limit *l)
-{
-    return (size_t)(((uintptr_t)l >> 4) * 0x9e3779b97f4a7c15ull >> 20) & m->mask;
-}
-
-static void map_put(ident_map *m, const weir_rule_limit *l, ident id)
-{
-    size_t i = slot_of(m, l);
-    while (m->keys[i] && m->keys[i] != l)
-        i = (i + 1) & m->mask;
-    m->keys[i] = l;
-    m->ids[i] = id;
-    m->n++;
-}
-
-static const ident *map_get(const ident_map *m, const weir_rule_limit *l)
-{
-    for (size_t i = slot_of(m, l); m->keys[i]; i = (i + 1) & m->mask)
-        if (m->keys[i] == l)
-            return &m->ids[i];
-    return NULL;
-}
+} plans;
 
 static void put_len(unsigned char *p, uint32_t v)
 {
     memcpy(p, &v, sizeof(v));
 }
 
-/* Walk a node: append it to the path and record its limits' identities. */
-static void collect(ident_map *m, const char *domain, const weir_rule *r, unsigned char *path,
-                    size_t len, size_t cap)
+typedef struct plan_build {
+    plans *pl;
+    size_t cap;
+    const unsigned char *secret;
+    unsigned char *path;
+} plan_build;
+
+/* Walk a node: append it to the path and plan its limits. `fixed`: every
+ * level above it is an exact value. */
+static void collect(plan_build *b, const char *domain, const weir_rule *r, size_t len, bool fixed)
 {
-    const char *k = weir_rule_key(r), *v = weir_rule_value(r);
+    const char *k = r->key, *v = r->value;
     size_t kl = strlen(k), vl = v ? strlen(v) : 0;
     size_t need = 4 + kl + 1 + 4 + vl + 1;
-    if (len + need > cap)
+    if (len + need > PATH_CAP)
         return; /* deeper than the loader allows */
-    unsigned char *p = path + len;
+    unsigned char *p = b->path + len;
     put_len(p, (uint32_t)kl);
     memcpy(p + 4, k, kl);
     p[4 + kl] = v ? 1 : 0;
     put_len(p + 5 + kl, (uint32_t)vl);
     if (v)
         memcpy(p + 9 + kl, v, vl);
-    p[9 + kl + vl] = (weir_rule_flags(r) & WEIR_RULE_SHARE_THRESHOLD) ? 1 : 0;
+    p[9 + kl + vl] = (r->flags & WEIR_RULE_SHARE_THRESHOLD) ? 1 : 0;
     size_t n = len + need;
-    for (size_t i = 0; i < weir_rule_limit_count(r); i++) {
-        const weir_rule_limit *l = weir_rule_limit_at(r, i);
-        map_put(m, l, identity(domain, path, n, l, i));
-        m->replaces |= l->n_replaces > 0;
+    fixed = fixed && v && !r->wildcard;
+    plans *pl = b->pl;
+    pl->first[r->seq] = pl->n;
+    for (size_t i = 0; i < r->n_limits && pl->n < b->cap; i++) {
+        const weir_rule_limit *l = r->limits[i];
+        limit_plan *lp = &pl->limits[pl->n++];
+        lp->id = identity(domain, b->path, n, l, i);
+        lp->fixed = fixed;
+        /* a fixed counter's bytes are its identity alone (counter_bytes) */
+        counter_digest(&lp->id, sizeof(lp->id), b->secret, lp->digest);
+        pl->replaces |= l->n_replaces > 0;
     }
-    for (size_t i = 0; i < weir_rule_child_count(r); i++)
-        collect(m, domain, weir_rule_child(r, i), path, n, cap);
+    for (size_t i = 0; i < r->n_children; i++)
+        collect(b, domain, r->children[i], n, fixed);
 }
 
-/* Path bytes for the deepest tree the loader accepts. */
-#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
-
-static weir_status ident_map_build(weir_ctx *ctx, const weir_rules *rules, ident_map *m)
+static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const unsigned char *secret,
+                               plans *pl)
 {
-    size_t want = 2 * weir_rules_limit_count(rules) + 16, cap = 16;
-    while (cap < want)
-        cap *= 2;
-    m->keys = weir__calloc(ctx, cap, sizeof(*m->keys));
-    m->ids = weir__calloc(ctx, cap, sizeof(*m->ids));
+    size_t cap = weir_rules_limit_count(rules);
+    memset(pl, 0, sizeof(*pl));
+    pl->first = weir__calloc(ctx, rules->next_seq ? rules->next_seq : 1, sizeof(*pl->first));
+    pl->limits = weir__calloc(ctx, cap ? cap : 1, sizeof(*pl->limits));
     unsigned char *path = weir__malloc(ctx, PATH_CAP);
-    if (!m->keys || !m->ids || !path) {
-        weir__free(ctx, m->keys);
-        weir__free(ctx, m->ids);
+    if (!pl->first || !pl->limits || !path) {
+        weir__free(ctx, pl->first);
+        weir__free(ctx, pl->limits);
         weir__free(ctx, path);
         return WEIR_ENOMEM;
     }
-    m->mask = cap - 1;
-    m->n = 0;
-    m->replaces = false;
+    plan_build b = {pl, cap, secret, path};
     for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
         const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
         for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
-            collect(m, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), path, 0,
-                    PATH_CAP);
+            collect(&b, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), 0, true);
     }
     weir__free(ctx, path);
     return WEIR_OK;
 }
 
-static void ident_map_free(weir_ctx *ctx, ident_map *m)
+static void plans_free(weir_ctx *ctx, plans *pl)
 {
-    weir__free(ctx, m->keys);
-    weir__free(ctx, m->ids);
+    weir__free(ctx, pl->first);
+    weir__free(ctx, pl->limits);
 }
 
 static int cmp_ident(const void *a, const void *b)
@@ -244,17 +254,15 @@ static int cmp_ident(const void *a, const void *b)
     return (x->lo > y->lo) - (x->lo < y->lo);
 }
 
-/* The map's identities, sorted (NULL when out of memory). */
-static ident *sorted_ids(weir_ctx *ctx, const ident_map *m)
+/* The limits' identities, sorted (NULL when out of memory). */
+static ident *sorted_ids(weir_ctx *ctx, const plans *pl)
 {
-    ident *v = weir__malloc(ctx, (m->n ? m->n : 1) * sizeof(*v));
+    ident *v = weir__malloc(ctx, (pl->n ? pl->n : 1) * sizeof(*v));
     if (!v)
         return NULL;
-    size_t k = 0;
-    for (size_t i = 0; i <= m->mask; i++)
-        if (m->keys[i])
-            v[k++] = m->ids[i];
-    qsort(v, k, sizeof(*v), cmp_ident);
+    for (size_t i = 0; i < pl->n; i++)
+        v[i] = pl->limits[i].id;
+    qsort(v, pl->n, sizeof(*v), cmp_ident);
     return v;
 }
 
@@ -263,7 +271,7 @@ struct ruleset {
     weir_ctx *ctx;
     weir_rules *rules;
     weir__match_index *idx;
-    ident_map ids;
+    plans plans;
 };
 
 /* ------------------------------------------------------------------ rulesets */
@@ -272,7 +280,7 @@ static void ruleset_release(ruleset *rs)
 {
     if (rs && atomic_fetch_sub(&rs->refs, 1) == 1) {
         weir__match_index_free(rs->idx);
-        ident_map_free(rs->ctx, &rs->ids);
+        plans_free(rs->ctx, &rs->plans);
         weir_rules_free(rs->rules);
         weir__free(rs->ctx, rs);
     }
@@ -284,13 +292,14 @@ static void snap_destroy(void *ud, void *obj)
     ruleset_release(obj);
 }
 
-static weir_status ruleset_new(weir_ctx *ctx, weir_rules *rules, ruleset **out)
+static weir_status ruleset_new(weir_ctx *ctx, weir_rules *rules, const unsigned char *secret,
+                               ruleset **out)
 {
     ruleset *rs = weir__calloc(ctx, 1, sizeof(*rs));
     if (!rs)
         return WEIR_ENOMEM;
     weir_status st = weir__match_index_new(ctx, rules, &rs->idx);
-    if (st == WEIR_OK && (st = ident_map_build(ctx, rules, &rs->ids)) != WEIR_OK)
+    if (st == WEIR_OK && (st = plans_build(ctx, rules, secret, &rs->plans)) != WEIR_OK)
         weir__match_index_free(rs->idx);
     if (st != WEIR_OK) {
         weir__free(ctx, rs);
@@ -320,7 +329,7 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
         return st;
     }
     ruleset *rs;
-    st = ruleset_new(ctx, rules, &rs);
+    st = ruleset_new(ctx, rules, e->secret, &rs);
     if (st == WEIR_OK) {
         st = weir__snap_new(ctx, rs, snap_destroy, NULL, &e->snap);
         if (st != WEIR_OK) {
@@ -349,9 +358,9 @@ void weir_engine_free(weir_engine *engine)
 /* Log how many limits keep their counters across a reload. */
 static void report_reload(weir_engine *e, const ruleset *old, const ruleset *next)
 {
-    ident *a = sorted_ids(e->ctx, &old->ids), *b = sorted_ids(e->ctx, &next->ids);
+    ident *a = sorted_ids(e->ctx, &old->plans), *b = sorted_ids(e->ctx, &next->plans);
     if (a && b) {
-        size_t i = 0, j = 0, kept = 0, na = old->ids.n, nb = next->ids.n;
+        size_t i = 0, j = 0, kept = 0, na = old->plans.n, nb = next->plans.n;
         while (i < na && j < nb) {
             int c = cmp_ident(&a[i], &b[j]);
             kept += c == 0;
@@ -371,7 +380,7 @@ weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
     if (!engine || !rules)
         return WEIR_EINVAL;
     ruleset *rs;
-    weir_status st = ruleset_new(engine->ctx, rules, &rs);
+    weir_status st = ruleset_new(engine->ctx, rules, engine->secret, &rs);
     if (st != WEIR_OK)
         return st;
     /* the swap is serialised; read the old rules for the report first */
@@ -615,8 +624,15 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 /* Submit one batch; a refused batch completes at once with its error. */
 static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_store_cb cb)
 {
-    weir_status st = weir_store_submit(dc->engine->store, ops, n, dc->now_us,
-                                       flags | WEIR_BATCH_DIGESTS, cb, dc);
+    weir_store *store = dc->engine->store;
+    if ((flags & WEIR_BATCH_ATOMIC) && weir__store_is_inline(store)) {
+        /* the memory store decides at once: the plan built these ops and
+         * asked for their buckets already, so it neither checks nor fetches */
+        cb(dc, ops, n, weir__memstore_run_planned(store, ops, n, dc->now_us));
+        return;
+    }
+    weir_status st =
+        weir_store_submit(store, ops, n, dc->now_us, flags | WEIR_BATCH_DIGESTS, cb, dc);
     if (st != WEIR_OK)
         cb(dc, ops, n, st);
 }
@@ -664,14 +680,12 @@ static void set_unmatched(weir_descriptor_status *s)
 /* The bytes a counter is named by: the limit's identity, then, length-
  * prefixed, the request's value at every level that counts values apart
  * (the identity fixes which levels those are), then the override if the
- * request gave one. The store key is their 128-bit digest. Returns the
- * length, 0 when it does not fit. */
-static size_t counter_bytes(const ruleset *rs, const weir__match_result *m,
-                            const weir_entry *entries, const weir_rule_limit *l,
+ * request gave one. The store key is their digest. Returns the length, 0
+ * when it does not fit. */
+static size_t counter_bytes(const ident *id, const weir__match_result *m, const weir_entry *entries,
                             const pending *override, char *buf, size_t cap)
 {
-    const ident *id = map_get(&rs->ids, l);
-    if (!id || cap < sizeof(*id))
+    if (cap < sizeof(*id))
         return 0;
     memcpy(buf, id, sizeof(*id));
     size_t n = sizeof(*id);
@@ -705,27 +719,34 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                         bool *domain_found)
 {
     *domain_found = true;
-    const weir__match_domain *dom =
-        weir__match_domain_find(dc->rs->idx, req->domain, req->domain_len);
+    const ruleset *rs = dc->rs;
+    weir_engine *e = dc->engine;
+    const weir__match_domain *dom = weir__match_domain_find(rs->idx, req->domain, req->domain_len);
+    uint64_t req_hits = req->hits ? req->hits : 1;
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
         set_unmatched(&dc->st[d]);
         weir__match_result m;
-        weir_status st = weir__match_from(dc->rs->idx, dom, (const weir__entry *)desc->entries,
-                                          desc->n_entries, &m);
+        weir_status st =
+            weir__match_from(rs->idx, dom, (const weir__entry *)desc->entries, desc->n_entries, &m);
         if (st != WEIR_OK)
             return st;
         if (!m.domain_found) {
             *domain_found = false;
             return WEIR_OK;
         }
-        if (!m.rule)
+        const weir_rule *rule = m.rule;
+        if (!rule)
             continue;
-        uint32_t flags = weir_rule_flags(m.rule);
-        dc->quota_desc[d] = (flags & WEIR_RULE_QUOTA_MODE) != 0;
-        size_t nl = weir_rule_limit_count(m.rule), limited = 0;
-        for (size_t i = 0; i < nl; i++) {
-            const weir_rule_limit *l = weir_rule_limit_at(m.rule, i);
+        bool shadow = (rule->flags & WEIR_RULE_SHADOW_MODE) != 0;
+        bool quota = (rule->flags & WEIR_RULE_QUOTA_MODE) != 0;
+        dc->quota_desc[d] = quota;
+        const limit_plan *lp = &rs->plans.limits[rs->plans.first[rule->seq]];
+        uint64_t hits = desc->has_hits ? desc->hits : req_hits;
+        weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
+        size_t limited = 0;
+        for (size_t i = 0; i < rule->n_limits; i++) {
+            const weir_rule_limit *l = rule->limits[i];
             if (l->unlimited)
                 continue;
             if (dc->n_pending == WEIR_ENGINE_MAX_LIMITS)
@@ -733,29 +754,30 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             pending *p = &dc->p[dc->n_pending];
             p->desc = (uint32_t)d;
             p->limit = l;
-            p->shadow = (flags & WEIR_RULE_SHADOW_MODE) != 0;
-            p->quota = dc->quota_desc[d];
-            p->enforcing = !p->shadow && !p->quota;
+            p->shadow = shadow;
+            p->quota = quota;
+            p->enforcing = !shadow && !quota;
             p->dropped = false;
+            p->hits = hits;
+            p->kind = kind;
             if ((st = effective(l, desc->limit, p)) != WEIR_OK)
                 return st;
-            size_t len = counter_bytes(dc->rs, &m, desc->entries, l, desc->limit ? p : NULL,
-                                       rd->scratch, sizeof(rd->scratch));
-            if (len == 0)
-                return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
-            XXH128_hash_t h =
-                XXH3_128bits_withSecret(rd->scratch, len, dc->engine->secret, SECRET_BYTES);
-            /* native byte order: the digest never leaves this process */
-            memcpy(dc->keys[dc->n_pending], &h.low64, sizeof(h.low64));
-            memcpy(dc->keys[dc->n_pending] + sizeof(h.low64), &h.high64, sizeof(h.high64));
+            unsigned char *key = dc->keys[dc->n_pending];
+            if (lp[i].fixed && !desc->limit) {
+                memcpy(key, lp[i].digest, DIGEST_BYTES);
+            } else {
+                size_t len = counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL,
+                                           rd->scratch, sizeof(rd->scratch));
+                if (len == 0)
+                    return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
+                counter_digest(rd->scratch, len, e->secret, key);
+            }
             /* the counter's cache miss overlaps the rest of the planning */
-            weir__store_prefetch(dc->engine->store, dc->keys[dc->n_pending]);
-            p->hits = desc->has_hits ? desc->hits : req->hits ? req->hits : 1;
-            p->kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
+            weir__store_prefetch(e->store, key);
             dc->n_pending++;
             limited++;
         }
-        if (limited == 0 && nl > 0) {
+        if (limited == 0 && rule->n_limits > 0) {
             dc->st[d].unlimited = true;
             dc->st[d].remaining = WEIR_ENGINE_UNLIMITED_REMAINING;
         }
@@ -839,7 +861,7 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         dc->n_pending = 0;
     }
     /* replaces: a limit named by another matched limit's `replaces` goes */
-    for (size_t i = 0; dc->rs->ids.replaces && i < dc->n_pending; i++)
+    for (size_t i = 0; dc->rs->plans.replaces && i < dc->n_pending; i++)
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
 
     /* lay the ops out: enforcing first (one atomic batch), then the rest */

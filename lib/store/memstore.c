@@ -747,6 +747,36 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
     }
 }
 
+/* Ascending order, the order shards are locked in. A batch has at most
+ * MAX_ATOMIC_OPS shards and usually two or three: insertion sort beats
+ * qsort's setup, and three compare-exchanges settle the common case. */
+static void sort_shards(uint32_t *v, size_t n)
+{
+#define CSWAP(a, b)                                                                \
+    do {                                                                           \
+        uint32_t lo_ = v[a] < v[b] ? v[a] : v[b], hi_ = v[a] < v[b] ? v[b] : v[a]; \
+        v[a] = lo_;                                                                \
+        v[b] = hi_;                                                                \
+    } while (0)
+    if (n == 2) {
+        CSWAP(0, 1);
+        return;
+    }
+    if (n == 3) {
+        CSWAP(0, 1);
+        CSWAP(1, 2);
+        CSWAP(0, 1);
+        return;
+    }
+#undef CSWAP
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            uint32_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+}
+
 /* Decide every op once, then charge them all only if every TAKE is
  * admitted. The shards involved are locked in ascending order, so batches
  * never deadlock, and held for the whole batch, so the decisions and the
@@ -770,25 +800,21 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         unsigned char b[WEIR_STATE_FIXED_BYTES];
     } next[MAX_ATOMIC_OPS];
     uint32_t locks[MAX_ATOMIC_OPS];
-    size_t nlocks = 0;
+    size_t nlocks = n;
+    /* the engine's batches are valid by construction and already fetched */
+    bool planned = (flags & WEIR__BATCH_PLANNED) != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE)
+        if (!planned && (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE))
             return WEIR_EINVAL;
         d[i] = op_digest(ms, &ops[i], flags);
-        prefetch_buckets(ms, &d[i]);
-        locks[nlocks++] = d[i].shard;
+        if (!planned)
+            prefetch_buckets(ms, &d[i]);
+        locks[i] = d[i].shard;
     }
-    /* at most MAX_ATOMIC_OPS entries, usually two or three: insertion sort
-     * beats qsort's setup */
+    sort_shards(locks, nlocks);
+    size_t u = 1;
     for (size_t i = 1; i < nlocks; i++)
-        for (size_t j = i; j > 0 && locks[j - 1] > locks[j]; j--) {
-            uint32_t t = locks[j];
-            locks[j] = locks[j - 1];
-            locks[j - 1] = t;
-        }
-    size_t u = 0;
-    for (size_t i = 0; i < nlocks; i++)
-        if (i == 0 || locks[i] != locks[u - 1])
+        if (locks[i] != locks[u - 1])
             locks[u++] = locks[i];
     /* The same key twice needs the same shard twice: with every op in a
      * shard of its own (the usual case) no pair needs comparing. */
@@ -876,6 +902,14 @@ weir_status weir_memstore_run(weir_store *store, weir_op *ops, size_t n, int64_t
         return run_atomic(ms, ops, n, now_us, flags);
     run_independent(ms, ops, n, now_us, flags);
     return WEIR_OK;
+}
+
+weir_status weir__memstore_run_planned(weir_store *store, weir_op *ops, size_t n, int64_t now_us)
+{
+    if (!is_mem(store) || n == 0)
+        return WEIR_EINVAL;
+    return run_atomic((memstore *)store, ops, n, now_us,
+                      WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS | WEIR__BATCH_PLANNED);
 }
 
 weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_len,

@@ -38,6 +38,17 @@ static inline bool weir__store_is_inline(const weir_store *s)
  * writes; safe from any thread. */
 void weir__store_prefetch(weir_store *s, const void *key);
 
+/* Internal batch flag: the ops were built by the library itself (every
+ * one valid, keys of WEIR_DIGEST_BYTES whose buckets weir__store_prefetch()
+ * was already asked to fetch), so the store skips its checks and fetches. */
+#define WEIR__BATCH_PLANNED 0x100u
+
+/* The engine's atomic batch on the memory store (is_inline): decided as
+ * WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS | WEIR__BATCH_PLANNED and complete
+ * on return, with no callback; the status is what weir_store_submit()
+ * would have returned or passed to its callback. */
+weir_status weir__memstore_run_planned(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
+
 /* Checks shared by every store: what weir_store_submit() promises to refuse. */
 weir_status weir__store_check_batch(const weir_op *ops, size_t n, unsigned flags);
 

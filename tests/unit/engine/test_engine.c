@@ -266,6 +266,53 @@ static void shadow_replaces_unlimited_override(void **unused)
     close_world(&w);
 }
 
+/* A limit under exact values only has one counter for every request (its
+ * digest is computed once, when the rules are loaded); an override still
+ * gets a counter of its own, and a level that counts values apart still
+ * counts them apart. */
+static void fixed_and_per_value_counters(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: d\n"
+                   "descriptors:\n"
+                   "  - key: plan\n"
+                   "    value: pro\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+                   "  - key: a\n"
+                   "    value: x\n"
+                   "    descriptors:\n"
+                   "      - key: b\n"
+                   "        value: y\n"
+                   "        rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "      - key: b\n"
+                   "        rate_limit: {unit: hour, requests_per_unit: 1}\n");
+    weir_descriptor_status st[1];
+    weir_entry pro[] = {E("plan", "pro")};
+    weir_descriptor d = {pro, 1, false, 0, NULL};
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    weir_limit_override five = {5, WEIR_UNIT_HOUR};
+    weir_descriptor ov = {pro, 1, false, 0, &five};
+    assert_int_equal(decide(&w, "d", &ov, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 4);
+    assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+
+    /* two exact levels: one counter; a default level: one per value */
+    weir_entry xy[] = {E("a", "x"), E("b", "y")};
+    weir_descriptor dxy = {xy, 2, false, 0, NULL};
+    assert_int_equal(decide(&w, "d", &dxy, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &dxy, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    weir_entry x1[] = {E("a", "x"), E("b", "1")}, x2[] = {E("a", "x"), E("b", "2")};
+    weir_descriptor dx1 = {x1, 2, false, 0, NULL}, dx2 = {x2, 2, false, 0, NULL};
+    assert_int_equal(decide(&w, "d", &dx1, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &dx1, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(decide(&w, "d", &dx2, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &dx2, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    close_world(&w);
+}
+
 /* Counters of unchanged limits survive a reload; changed ones start fresh. */
 static void reload_keeps_unchanged_counters(void **unused)
 {
@@ -436,6 +483,7 @@ int main(void)
         cmocka_unit_test(unmatched_unknown_and_errors),
         cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),
+        cmocka_unit_test(fixed_and_per_value_counters),
         cmocka_unit_test(reload_keeps_unchanged_counters),
         cmocka_unit_test(bad_file_keeps_rules_in_force),
         cmocka_unit_test(count_rejected_charges_anyway),

@@ -38,14 +38,14 @@ typedef struct view {
 
 /* The ring index of sub-window i: a mask for the usual power-of-two ring
  * (k = 1 gives 2 counters), a division otherwise. */
-static uint64_t ring_index(const view *v, int64_t i)
+static inline uint64_t ring_index(const view *v, int64_t i)
 {
     return (v->n & (v->n - 1)) == 0 ? (uint64_t)i & (v->n - 1) : (uint64_t)i % v->n;
 }
 
 /* ceil(old * (s - e) / s): the part of the sliding-out sub-window still
  * inside the window, rounded up. */
-static uint64_t weighted_old(const view *v, uint64_t old, int64_t e)
+static inline uint64_t weighted_old(const view *v, uint64_t old, int64_t e)
 {
     uint64_t prod;
     if (!__builtin_mul_overflow(old, (uint64_t)(v->s - e), &prod) && prod <= (uint64_t)INT64_MAX)
@@ -55,7 +55,7 @@ static uint64_t weighted_old(const view *v, uint64_t old, int64_t e)
 }
 
 /* Count of sub-window i as seen at a time whose sub-window is >= cur. */
-static uint64_t count_at(const view *v, int64_t i)
+static inline uint64_t count_at(const view *v, int64_t i)
 {
     if (i > v->cur || i < 0 || i <= v->cur - (int64_t)v->n)
         return 0;
@@ -63,7 +63,7 @@ static uint64_t count_at(const view *v, int64_t i)
 }
 
 /* Full sub-windows of the window ending in sub-window j, and the old one. */
-static void sums(const view *v, int64_t j, uint64_t *full, uint64_t *old)
+static inline void sums(const view *v, int64_t j, uint64_t *full, uint64_t *old)
 {
     uint64_t f = 0;
     for (int64_t i = j - (int64_t)v->k + 1; i <= j; i++)
@@ -73,7 +73,7 @@ static void sums(const view *v, int64_t j, uint64_t *full, uint64_t *old)
 }
 
 /* Is full + add + old * (s - e) / s <= limit ? */
-static bool fits(const view *v, uint64_t full, uint64_t old, int64_t e, uint64_t add)
+static inline bool fits(const view *v, uint64_t full, uint64_t old, int64_t e, uint64_t add)
 {
     weir__u128 lhs =
         (weir__u128)(full + add) * (uint64_t)v->s + (weir__u128)old * (uint64_t)(v->s - e);
@@ -82,7 +82,8 @@ static bool fits(const view *v, uint64_t full, uint64_t old, int64_t e, uint64_t
 
 /* Earliest offset from sub-window j start, >= e0, where `need` fits; -1 if
  * not within sub-window j. */
-static int64_t fit_offset(const view *v, uint64_t full, uint64_t old, int64_t e0, uint64_t need)
+static inline int64_t fit_offset(const view *v, uint64_t full, uint64_t old, int64_t e0,
+                                 uint64_t need)
 {
     if (full + need > v->lim->limit)
         return -1;
@@ -95,12 +96,15 @@ static int64_t fit_offset(const view *v, uint64_t full, uint64_t old, int64_t e0
     return e < v->s ? e : -1;
 }
 
-weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
-                                 uint64_t hits, weir_result *res)
+/* The decision for k sub-windows. Inlined into each caller below, so that
+ * with k a constant (the two-window counter, k = 1) the compiler drops
+ * the loops over sub-windows and the ring's modulo. */
+static inline __attribute__((always_inline)) weir_status
+counter_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us, uint64_t hits,
+               weir_result *res, uint32_t k)
 {
     const counter_state *st = in;
-    view v = {lim,     lim->span_us, lim->sub_windows, lim->sub_windows + 1,
-              st->cur, st->c,        lim->inv_span};
+    view v = {lim, lim->span_us, k, k + 1, st->cur, st->c, lim->inv_span};
     /* Sub-window indices stop a few windows short of INT64_MAX so index
      * arithmetic never overflows; a later time is decided as the last one
      * (a stalled clock, which never grants more quota). */
@@ -181,4 +185,12 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
         res->reset_after_us = rest > now_us ? rest - now_us : 0;
     }
     return WEIR_OK;
+}
+
+weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, weir_result *res)
+{
+    if (lim->sub_windows == 1)
+        return counter_decide(lim, in, out, now_us, hits, res, 1);
+    return counter_decide(lim, in, out, now_us, hits, res, lim->sub_windows);
 }

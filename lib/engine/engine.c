@@ -551,40 +551,47 @@ static bool stricter(bool a_denied, uint64_t a_rem, bool b_denied, uint64_t b_re
 
 static void finish(decision *dc)
 {
-    bool chosen[WEIR_ENGINE_MAX_DESCRIPTORS] = {false};
-    bool chosen_denied[WEIR_ENGINE_MAX_DESCRIPTORS] = {false};
     size_t n_outcomes = 0;
     for (size_t i = 0; i < dc->n_pending; i++) {
-        pending *p = &dc->p[i];
+        const pending *p = &dc->p[i];
         if (p->dropped)
             continue;
         const weir_op *op = &dc->ops[p->op];
-        weir_result r = op->result;
+        const weir_result *r = &op->result;
         bool failed = op->status != WEIR_OK;
-        bool denied = failed ? p->limit->failure_mode == WEIR_FAILURE_DENY : !r.allowed;
-        uint64_t rem = failed ? 0 : r.remaining;
+        bool denied = failed ? p->limit->failure_mode == WEIR_FAILURE_DENY : !r->allowed;
+        uint64_t rem = failed ? 0 : r->remaining;
+        int64_t reset = failed ? 0 : r->reset_after_us;
         weir_descriptor_status *s = &dc->st[p->desc];
         /* pending limits come descriptor by descriptor, so each
          * descriptor's outcomes are one run of the array */
         weir_limit_outcome *o = &dc->outcomes[n_outcomes++];
-        *o = (weir_limit_outcome){p->limit,     p->rpu,    p->unit,
-                                  p->window_us, rem,       failed ? 0 : r.reset_after_us,
-                                  denied,       p->shadow, failed};
+        o->limit = p->limit;
+        o->requests_per_unit = p->rpu;
+        o->unit = p->unit;
+        o->window_us = p->window_us;
+        o->remaining = rem;
+        o->reset_after_us = reset;
+        o->denied = denied;
+        o->shadow = p->shadow;
+        o->failure_mode = failed;
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;
-        if (chosen[p->desc] && !stricter(denied, rem, chosen_denied[p->desc], s->remaining))
+        /* the status reports its first limit until a stricter one comes
+         * (s->limit is NULL until then; a reported limit denied when it
+         * made the code OVER_LIMIT or, in shadow mode, would_deny) */
+        if (s->limit &&
+            !stricter(denied, rem, s->code == WEIR_CODE_OVER_LIMIT || s->would_deny, s->remaining))
             continue;
-        chosen[p->desc] = true;
-        chosen_denied[p->desc] = denied;
         s->limit = p->limit;
         s->requests_per_unit = p->rpu;
         s->unit = p->unit;
         s->window_us = p->window_us;
         s->remaining = rem;
-        s->reset_after_us = failed ? 0 : r.reset_after_us;
-        s->retry_after_us = failed ? 0 : r.retry_after_us;
-        s->delay_us = failed ? 0 : r.delay_us;
+        s->reset_after_us = reset;
+        s->retry_after_us = failed ? 0 : r->retry_after_us;
+        s->delay_us = failed ? 0 : r->delay_us;
         s->failure_mode = failed;
         s->unlimited = false;
         s->shadow = p->shadow;

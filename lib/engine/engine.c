@@ -721,6 +721,21 @@ static size_t counter_bytes(const ident *id, const weir__match_result *m, const 
     return n;
 }
 
+/* Limit i's op goes to ops[slot]; field by field, since the outputs are
+ * the store's to write. */
+static void place_op(decision *dc, size_t i, size_t slot)
+{
+    pending *p = &dc->p[i];
+    weir_op *op = &dc->ops[slot];
+    p->op = slot;
+    op->key = dc->keys[i];
+    op->key_len = DIGEST_BYTES;
+    op->limit = p->lim;
+    op->hits = p->hits;
+    op->lease = 0;
+    op->kind = p->kind;
+}
+
 /* Match every descriptor and list the limits to charge. */
 static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request *req,
                         bool *domain_found)
@@ -781,6 +796,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             }
             /* the counter's cache miss overlaps the rest of the planning */
             weir__store_prefetch(e->store, key);
+            place_op(dc, dc->n_pending, dc->n_pending);
+            dc->n_enforcing += p->enforcing;
             dc->n_pending++;
             limited++;
         }
@@ -822,6 +839,7 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->reader = reader;
     dc->owned = own;
     dc->n_pending = 0;
+    dc->n_enforcing = 0;
     memset(dc->quota_desc, 0, sizeof(dc->quota_desc));
     dc->st = statuses;
     dc->n = req->n_descriptors;
@@ -866,30 +884,27 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
             dc->st[d].domain_not_found = true;
         }
         dc->n_pending = 0;
+        dc->n_enforcing = 0;
     }
     /* replaces: a limit named by another matched limit's `replaces` goes */
-    for (size_t i = 0; dc->rs->plans.replaces && i < dc->n_pending; i++)
+    bool relayout = dc->n_enforcing != dc->n_pending; /* shadow or quota limits */
+    for (size_t i = 0; dc->rs->plans.replaces && i < dc->n_pending; i++) {
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
-
-    /* lay the ops out: enforcing first (one atomic batch), then the rest */
-    size_t n = 0;
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t i = 0; i < dc->n_pending; i++) {
-            pending *p = &dc->p[i];
-            if (p->dropped || p->enforcing != (pass == 0))
-                continue;
-            p->op = n;
-            /* field by field: the outputs are the store's to write */
-            weir_op *op = &dc->ops[n++];
-            op->key = dc->keys[i];
-            op->key_len = DIGEST_BYTES;
-            op->limit = p->lim;
-            op->hits = p->hits;
-            op->lease = 0;
-            op->kind = p->kind;
+        relayout |= dc->p[i].dropped;
+    }
+    /* The plan placed each limit's op in order, which is the layout when
+     * every limit enforces and none was dropped; otherwise: enforcing
+     * first (one atomic batch), then the rest. */
+    size_t n = dc->n_pending;
+    if (relayout) {
+        n = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < dc->n_pending; i++)
+                if (!dc->p[i].dropped && dc->p[i].enforcing == (pass == 0))
+                    place_op(dc, i, n++);
+            if (pass == 0)
+                dc->n_enforcing = n;
         }
-        if (pass == 0)
-            dc->n_enforcing = n;
     }
     dc->n_ops = n;
 

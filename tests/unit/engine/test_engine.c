@@ -313,6 +313,69 @@ static void fixed_and_per_value_counters(void **unused)
     close_world(&w);
 }
 
+/* Shadow and quota-mode limits go in a batch of their own, after the
+ * enforcing ones, whatever the order of the descriptors: each reports on
+ * its own descriptor, and a request is over its quota only when every
+ * quota-mode descriptor is. */
+static void quota_and_shadow_beside_enforcing(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: d\n"
+                   "descriptors:\n"
+                   "  - key: user\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: s\n"
+                   "    shadow_mode: true\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: q\n"
+                   "    quota_mode: true\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: q2\n"
+                   "    quota_mode: true\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 5}\n");
+    weir_descriptor_status st[3];
+    weir_entry s[] = {E("s", "x")}, q[] = {E("q", "x")}, q2[] = {E("q2", "x")};
+    weir_entry u[] = {E("user", "u")}, v[] = {E("user", "v")};
+    weir_descriptor first[3] = {
+        {s, 1, false, 0, NULL}, {q, 1, false, 0, NULL}, {u, 1, false, 0, NULL}};
+    assert_int_equal(decide(&w, "d", first, 3, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].shadow);
+    assert_false(st[0].would_deny);
+    assert_int_equal(st[1].remaining, 0);
+    assert_int_equal(st[2].remaining, 0);
+    assert_string_equal(st[2].limit->path, "user");
+
+    /* shadow would deny, the only quota descriptor is over: the request is */
+    weir_descriptor second[3] = {
+        {s, 1, false, 0, NULL}, {q, 1, false, 0, NULL}, {v, 1, false, 0, NULL}};
+    assert_int_equal(decide(&w, "d", second, 3, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_true(st[0].would_deny);
+    assert_int_equal(st[0].code, WEIR_CODE_OK);
+    assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(st[2].code, WEIR_CODE_OK);
+    /* v's enforcing limit was charged */
+    assert_int_equal(decide(&w, "d", &second[2], 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+
+    /* a shadow limit that would deny, before two enforcing ones that admit:
+     * it is not in their atomic batch, so both are charged */
+    weir_entry a[] = {E("user", "a")}, b[] = {E("user", "b")};
+    weir_descriptor third[3] = {
+        {s, 1, false, 0, NULL}, {a, 1, false, 0, NULL}, {b, 1, false, 0, NULL}};
+    assert_int_equal(decide(&w, "d", third, 3, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].would_deny);
+    assert_int_equal(decide(&w, "d", &third[1], 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(decide(&w, "d", &third[2], 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+
+    /* q over, q2 not: not every quota descriptor is over */
+    weir_descriptor both[2] = {{q, 1, false, 0, NULL}, {q2, 1, false, 0, NULL}};
+    assert_int_equal(decide(&w, "d", both, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].code, WEIR_CODE_OK);
+    assert_int_equal(st[1].code, WEIR_CODE_OK);
+    assert_int_equal(st[1].remaining, 4);
+    close_world(&w);
+}
+
 /* Counters of unchanged limits survive a reload; changed ones start fresh. */
 static void reload_keeps_unchanged_counters(void **unused)
 {
@@ -484,6 +547,7 @@ int main(void)
         cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),
         cmocka_unit_test(fixed_and_per_value_counters),
+        cmocka_unit_test(quota_and_shadow_beside_enforcing),
         cmocka_unit_test(reload_keeps_unchanged_counters),
         cmocka_unit_test(bad_file_keeps_rules_in_force),
         cmocka_unit_test(count_rejected_charges_anyway),

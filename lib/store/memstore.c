@@ -790,7 +790,7 @@ static void sort_shards(uint32_t *v, size_t n)
  * batch order, after those copies, since creating a key may move entries. */
 static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_us, unsigned flags)
 {
-    if (n > MAX_ATOMIC_OPS)
+    if (n == 0 || n > MAX_ATOMIC_OPS)
         return WEIR_EINVAL;
     digest d[MAX_ATOMIC_OPS];
     entry *found[MAX_ATOMIC_OPS];
@@ -906,7 +906,7 @@ weir_status weir_memstore_run(weir_store *store, weir_op *ops, size_t n, int64_t
 
 weir_status weir__memstore_run_planned(weir_store *store, weir_op *ops, size_t n, int64_t now_us)
 {
-    if (!is_mem(store) || n == 0)
+    if (!is_mem(store))
         return WEIR_EINVAL;
     return run_atomic((memstore *)store, ops, n, now_us,
                       WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS | WEIR__BATCH_PLANNED);

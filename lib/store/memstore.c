@@ -799,6 +799,7 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         int64_t align;
         unsigned char b[WEIR_STATE_FIXED_BYTES];
     } next[MAX_ATOMIC_OPS];
+    int64_t t[MAX_ATOMIC_OPS];
     uint32_t locks[MAX_ATOMIC_OPS];
     size_t nlocks = n;
     /* the engine's batches are valid by construction and already fetched */
@@ -824,10 +825,12 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         weir__spin_lock(&ms->shards[locks[i]].lock);
 
     bool denied = false;
+    size_t n_copy = 0;
     for (size_t i = 0; i < n; i++) {
         weir_op *op = &ops[i];
         shard *sh = &ms->shards[d[i].shard];
-        int64_t t = now_us < sh->last_now_us ? sh->last_now_us : now_us;
+        /* the shard's clock (shard_now()), advanced only if all is charged */
+        t[i] = now_us < sh->last_now_us ? sh->last_now_us : now_us;
         /* The same key twice in one batch is charged for both. */
         uint64_t hits = op->hits;
         bool twice = false;
@@ -846,11 +849,12 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         }
         bool take = op->kind == WEIR_OP_TAKE;
         copy[i] = take && found[i] && !(found[i]->check & F_BLOB) && !twice;
+        n_copy += copy[i];
         /* a step may write only the fields it changes */
         if (copy[i])
             memcpy(next[i].b, state, sizeof(next[i].b));
         op->status =
-            weir__decide(op->limit, state, copy[i] ? next[i].b : NULL, t, hits, &op->result);
+            weir__decide(op->limit, state, copy[i] ? next[i].b : NULL, t[i], hits, &op->result);
         if (op->status == WEIR_OK && take && !op->result.allowed)
             denied = true;
     }
@@ -861,22 +865,21 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         weir_op *op = &ops[i];
         if (op->status != WEIR_OK || op->kind != WEIR_OP_TAKE || !op->result.allowed)
             continue;
-        shard *sh = &ms->shards[d[i].shard];
-        int64_t t = now_us < sh->last_now_us ? sh->last_now_us : now_us;
         const void *state = found[i] ? entry_state(found[i]) : zero_state.b;
-        op->status = weir__decide(op->limit, state, NULL, t, 0, &op->result);
+        op->status = weir__decide(op->limit, state, NULL, t[i], 0, &op->result);
     }
     for (size_t i = 0; !denied && i < n; i++) {
         if (!copy[i] || ops[i].status != WEIR_OK)
             continue;
         shard *sh = &ms->shards[d[i].shard];
-        int64_t t = shard_now(sh, now_us);
+        sh->last_now_us = t[i];
         /* a decision that charges nothing (hits 0) writes no state */
         if (ops[i].hits > 0)
             memcpy(found[i]->st.b, next[i].b, sizeof(next[i].b));
-        note_decision(sh, found[i], t, &ops[i].result);
+        note_decision(sh, found[i], t[i], &ops[i].result);
     }
-    for (size_t i = 0; !denied && i < n; i++) {
+    /* the rest, when some op could not be charged by a copy */
+    for (size_t i = 0; !denied && n_copy < n && i < n; i++) {
         if (copy[i])
             continue;
         run_locked(ms, &ms->shards[d[i].shard], &ops[i], &d[i], now_us);

@@ -327,6 +327,55 @@ static void atomic_batch_charges_all_or_nothing(void **unused)
     close_store(&f);
 }
 
+/* Atomic batches of every size up to 12 on a store of 2 shards, so that
+ * ops share shards in every order: the shards are locked once each (a
+ * shard locked twice would hang), each op is charged once, a batch with
+ * one denial charges nothing, and a key named twice is charged twice. */
+static void atomic_batches_of_every_size(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 2);
+    weir_limit three = compile(WEIR_ALGO_FIXED_WINDOW, 3, 3600 * S);
+    char names[13][16];
+    weir_op ops[13];
+    /* 16 sets of keys per size: their shards come in every order */
+    for (size_t n = 1; n <= 12; n++) {
+        for (int set = 0; set < 16; set++) {
+            for (size_t i = 0; i <= n; i++)
+                snprintf(names[i], sizeof(names[i]), "%zu:%d:%zu", n, set, i);
+            for (size_t i = 0; i < n; i++)
+                ops[i] = (weir_op){
+                    .key = names[i], .key_len = strlen(names[i]), .limit = &three, .hits = 1};
+            for (int round = 0; round < 3; round++) {
+                assert_int_equal(weir_memstore_run(st, ops, n, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+                for (size_t i = 0; i < n; i++) {
+                    assert_true(ops[i].result.allowed);
+                    assert_int_equal(ops[i].result.remaining, 2 - round);
+                }
+            }
+            /* the first n - 1 keys are spent; the fresh key n is not charged */
+            ops[n - 1] =
+                (weir_op){.key = names[n], .key_len = strlen(names[n]), .limit = &three, .hits = 1};
+            assert_int_equal(weir_memstore_run(st, ops, n, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+            if (n > 1)
+                assert_false(ops[0].result.allowed);
+            assert_int_equal(take(st, names[n], &three, 0, 0).remaining, n > 1 ? 3 : 2);
+        }
+    }
+    /* a, b, a: a is charged for both */
+    weir_op aba[3] = {
+        {.key = "a", .key_len = 1, .limit = &three, .hits = 1},
+        {.key = "b", .key_len = 1, .limit = &three, .hits = 1},
+        {.key = "a", .key_len = 1, .limit = &three, .hits = 1},
+    };
+    assert_int_equal(weir_memstore_run(st, aba, 3, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(aba[2].result.allowed);
+    assert_int_equal(take(st, "a", &three, 0, 0).remaining, 1);
+    assert_int_equal(take(st, "b", &three, 0, 0).remaining, 2);
+    close_store(&f);
+}
+
 static void concurrency_leases_through_the_store(void **unused)
 {
     (void)unused;
@@ -584,6 +633,7 @@ int main(void)
         cmocka_unit_test(at_rest_keys_go_before_over_limit_keys),
         cmocka_unit_test(cap_smaller_than_one_key),
         cmocka_unit_test(atomic_batch_charges_all_or_nothing),
+        cmocka_unit_test(atomic_batches_of_every_size),
         cmocka_unit_test(concurrency_leases_through_the_store),
         cmocka_unit_test(changed_limit_starts_fresh),
         cmocka_unit_test(store_time_never_goes_back),

@@ -14,9 +14,11 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -227,7 +229,8 @@ static int *listen_all(const char *addr, unsigned n, const char *scheme, char *u
 typedef struct main_loop {
     server *srv;
     uv_loop_t loop;
-    uv_signal_t hup, term, intr;
+    int sigfd;     /* SIGHUP, SIGTERM and SIGINT, blocked in every thread */
+    uv_poll_t sig; /* polls sigfd */
     uv_fs_event_t watch;
     bool watching;
     uv_timer_t settle; /* file change -> reload */
@@ -243,9 +246,7 @@ static void wake_all(server *s)
 
 static void close_main(main_loop *m)
 {
-    uv_close((uv_handle_t *)&m->hup, NULL);
-    uv_close((uv_handle_t *)&m->term, NULL);
-    uv_close((uv_handle_t *)&m->intr, NULL);
+    uv_close((uv_handle_t *)&m->sig, NULL);
     if (m->watching)
         uv_close((uv_handle_t *)&m->watch, NULL);
     uv_close((uv_handle_t *)&m->settle, NULL);
@@ -280,9 +281,8 @@ static void on_close_phase(uv_timer_t *t)
     uv_timer_start(&m->poll, on_poll, 20, 20);
 }
 
-static void on_term(uv_signal_t *h, int signum)
+static void on_term(main_loop *m, int signum)
 {
-    main_loop *m = h->data;
     server *s = m->srv;
     if (atomic_exchange(&s->draining, true)) {
         if (signum == SIGINT) { /* a second Ctrl-C: stop now */
@@ -297,11 +297,24 @@ static void on_term(uv_signal_t *h, int signum)
     uv_timer_start(&m->phase, on_close_phase, (uint64_t)s->opt.drain_delay_ms, 0);
 }
 
-static void on_hup(uv_signal_t *h, int signum)
+/* The signals come as reads of a signalfd, not as handlers: blocked in
+ * every thread (the workers inherit the main thread's mask), they wait in
+ * the kernel until this loop reads them. A handler would run on whatever
+ * thread the kernel picked; under ThreadSanitizer, whose runtime stands
+ * between a signal and its handler, a SIGTERM was seen lost that way now
+ * and then, and the daemon stayed up. */
+static void on_signal(uv_poll_t *h, int status, int events)
 {
-    (void)signum;
+    (void)status;
+    (void)events;
     main_loop *m = h->data;
-    server_reload(m->srv, "signal");
+    struct signalfd_siginfo si;
+    while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGHUP)
+            server_reload(m->srv, "signal");
+        else
+            on_term(m, (int)si.ssi_signo);
+    }
 }
 
 static void on_settled(uv_timer_t *t)
@@ -353,22 +366,31 @@ static void start_watch(main_loop *m)
     dlog(WEIR_LOG_DEBUG, "watching", "path", dir, NULL);
 }
 
-/* Sets up the main loop: signal handlers and the rule watch come before the
- * rules are loaded and the workers start, so neither a signal nor a file
- * change in between is lost (both are acted on once the loop runs). */
+/* Sets up the main loop: the signals' descriptor and the rule watch come
+ * before the rules are loaded and the workers start, so neither a signal
+ * nor a file change in between is lost (both are acted on once the loop
+ * runs), and every worker inherits the mask that keeps the signals for
+ * the descriptor. */
 static int main_init(main_loop *m, server *s)
 {
     memset(m, 0, sizeof(*m));
     m->srv = s;
-    if (uv_loop_init(&m->loop) < 0)
+    m->sigfd = -1;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
+        (m->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
         return -1;
-    uv_signal_init(&m->loop, &m->hup);
-    uv_signal_init(&m->loop, &m->term);
-    uv_signal_init(&m->loop, &m->intr);
-    m->hup.data = m->term.data = m->intr.data = m;
-    uv_signal_start(&m->hup, on_hup, SIGHUP);
-    uv_signal_start(&m->term, on_term, SIGTERM);
-    uv_signal_start(&m->intr, on_term, SIGINT);
+    if (uv_loop_init(&m->loop) < 0) {
+        close(m->sigfd);
+        return -1;
+    }
+    uv_poll_init(&m->loop, &m->sig, m->sigfd);
+    m->sig.data = m;
+    uv_poll_start(&m->sig, UV_READABLE, on_signal);
     uv_timer_init(&m->loop, &m->settle);
     uv_timer_init(&m->loop, &m->phase);
     uv_timer_init(&m->loop, &m->poll);
@@ -386,6 +408,7 @@ static void main_run(main_loop *m, bool serving)
         close_main(m);
     uv_run(&m->loop, UV_RUN_DEFAULT);
     uv_loop_close(&m->loop);
+    close(m->sigfd);
 }
 
 /* ------------------------------------------------------------ start, stop */
@@ -487,7 +510,7 @@ static void stop(server *s)
 
 int weir_cli_serve(int argc, char **argv)
 {
-    static server srv; /* large; and signal handlers outlive no frame */
+    static server srv; /* large */
     memset(&srv, 0, sizeof(srv));
     bool done;
     int rc = serve_options_parse(&srv.opt, argc, argv, stdout, stderr, &done);

@@ -157,7 +157,7 @@ static void counter_digest(const void *bytes, size_t len, const unsigned char *s
 typedef struct limit_plan {
     ident id;
     bool fixed;
-    unsigned char digest[DIGEST_BYTES];
+    unsigned char digest[DIGEST_BYTES]; /* set only when fixed */
 } limit_plan;
 
 /* Every limit's plan, each rule's in one run in rule order; a rule's run
@@ -209,7 +209,8 @@ static void collect(plan_build *b, const char *domain, const weir_rule *r, size_
         lp->id = identity(domain, b->path, n, l, i);
         lp->fixed = fixed;
         /* a fixed counter's bytes are its identity alone (counter_bytes) */
-        counter_digest(&lp->id, sizeof(lp->id), b->secret, lp->digest);
+        if (fixed)
+            counter_digest(&lp->id, sizeof(lp->id), b->secret, lp->digest);
         pl->replaces |= l->n_replaces > 0;
     }
     for (size_t i = 0; i < r->n_children; i++)

@@ -104,7 +104,11 @@ def test_rate_paces_the_offered_load(weir_factory):
                    "--descriptor", "free=r{n}", "--keys", "50")
     assert s["errors"] == 0, s
     assert s["rate"] == 300
-    assert 540 <= s["requests"] <= 610, s
+    # Never more than the schedule offers (unpaced, this run makes
+    # thousands). Fewer can complete: a stall of the machine near the end
+    # leaves requests due too late to finish (seen: 487 of 600 under ASan
+    # on a shared VM), so the floor only says the schedule was kept going.
+    assert 300 <= s["requests"] <= 610, s
 
 
 def test_grpc_errors_are_reported_not_fatal(weir_factory):

@@ -530,7 +530,8 @@ int weir_cli_serve(int argc, char **argv)
     }
     static main_loop m;
     if (main_init(&m, &srv) < 0) {
-        fprintf(stderr, "weir serve: cannot start the event loop\n");
+        fprintf(stderr, "weir serve: cannot set up the signal descriptor and event loop: %s\n",
+                strerror(errno));
         return 1;
     }
     rc = start(&srv);

@@ -31,6 +31,9 @@
 _Static_assert(sizeof(weir_entry) == sizeof(weir__entry), "weir_entry mirrors weir__entry");
 _Static_assert(offsetof(weir_entry, value_len) == offsetof(weir__entry, value_len),
                "weir_entry mirrors weir__entry");
+_Static_assert(WEIR_ENGINE_MAX_DESCRIPTORS <= 64, "quota_desc has a bit per descriptor");
+_Static_assert(WEIR_ENGINE_MAX_ENTRIES <= WEIR__MATCH_MAX_ENTRIES,
+               "every descriptor check_request() accepts can be matched");
 
 #define US_PER_S 1000000LL
 
@@ -105,7 +108,7 @@ struct decision {
     size_t n_ops;
     bool owned; /* reader->own, holding no reference on rs */
     _Atomic int outstanding;
-    bool quota_desc[WEIR_ENGINE_MAX_DESCRIPTORS];
+    uint64_t quota_desc; /* bit d: descriptor d is in quota mode */
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
 };
 
@@ -481,6 +484,11 @@ static weir_status check_request(const weir_request *req)
         const weir_descriptor *d = &req->descriptors[i];
         if (!d->entries || d->n_entries == 0 || d->n_entries > WEIR_ENGINE_MAX_ENTRIES)
             return WEIR_EINVAL;
+        for (size_t k = 0; k < d->n_entries; k++) {
+            const weir_entry *en = &d->entries[k];
+            if ((!en->key && en->key_len) || (!en->value && en->value_len))
+                return WEIR_EINVAL;
+        }
         if (d->limit && unit_us(d->limit->unit) == 0)
             return WEIR_EINVAL;
     }
@@ -602,7 +610,7 @@ static void finish(decision *dc)
     /* quota mode: the request is over only if every quota-mode descriptor is */
     bool over = false, any_quota = false, all_quota_over = true;
     for (size_t d = 0; d < dc->n; d++) {
-        if (dc->quota_desc[d]) {
+        if (dc->quota_desc >> d & 1u) {
             any_quota = true;
             all_quota_over &= dc->st[d].code == WEIR_CODE_OVER_LIMIT;
         } else if (dc->st[d].code == WEIR_CODE_OVER_LIMIT) {
@@ -611,12 +619,26 @@ static void finish(decision *dc)
     }
     if (any_quota && !all_quota_over)
         for (size_t d = 0; d < dc->n; d++)
-            if (dc->quota_desc[d])
+            if (dc->quota_desc >> d & 1u)
                 dc->st[d].code = WEIR_CODE_OK;
     if (any_quota && all_quota_over)
         over = true;
     dc->cb(dc->arg, over ? WEIR_CODE_OVER_LIMIT : WEIR_CODE_OK, dc->st, dc->n);
     decision_free(dc);
+}
+
+/* Add d to the decision's count of batches under way; returns the new
+ * count. A store that completes inline completes every batch on this
+ * thread before submitting it returns, so no other thread counts: plain
+ * loads and stores do, without a locked instruction. */
+static int batch_count(decision *dc, int d)
+{
+    if (weir__store_is_inline(dc->engine->store)) {
+        int left = atomic_load_explicit(&dc->outstanding, memory_order_relaxed) + d;
+        atomic_store_explicit(&dc->outstanding, left, memory_order_relaxed);
+        return left;
+    }
+    return atomic_fetch_add(&dc->outstanding, d) + d;
 }
 
 static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
@@ -625,7 +647,7 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
     if (status != WEIR_OK)
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
-    if (atomic_fetch_sub(&dc->outstanding, 1) == 1)
+    if (batch_count(dc, -1) == 0)
         finish(dc);
 }
 
@@ -672,7 +694,7 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
         ne++;
     }
     if (ne > 0) {
-        atomic_fetch_add(&dc->outstanding, 1);
+        batch_count(dc, 1);
         submit(dc, dc->extra, ne, 0, batch_done);
     }
     batch_done(arg, ops, n, status);
@@ -745,25 +767,24 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
     const ruleset *rs = dc->rs;
     weir_engine *e = dc->engine;
     const weir__match_domain *dom = weir__match_domain_find(rs->idx, req->domain, req->domain_len);
+    if (!dom) {
+        *domain_found = false;
+        return WEIR_OK;
+    }
     uint64_t req_hits = req->hits ? req->hits : 1;
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
         set_unmatched(&dc->st[d]);
         weir__match_result m;
-        weir_status st =
-            weir__match_from(rs->idx, dom, (const weir__entry *)desc->entries, desc->n_entries, &m);
-        if (st != WEIR_OK)
-            return st;
-        if (!m.domain_found) {
-            *domain_found = false;
-            return WEIR_OK;
-        }
+        /* check_request() checked the entries */
+        weir__match_walk(rs->idx, dom, (const weir__entry *)desc->entries, desc->n_entries, &m);
+        weir_status st;
         const weir_rule *rule = m.rule;
         if (!rule)
             continue;
         bool shadow = (rule->flags & WEIR_RULE_SHADOW_MODE) != 0;
         bool quota = (rule->flags & WEIR_RULE_QUOTA_MODE) != 0;
-        dc->quota_desc[d] = quota;
+        dc->quota_desc |= (uint64_t)quota << d;
         const limit_plan *lp = &rs->plans.limits[rs->plans.first[rule->seq]];
         uint64_t hits = desc->has_hits ? desc->hits : req_hits;
         weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
@@ -841,7 +862,7 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->owned = own;
     dc->n_pending = 0;
     dc->n_enforcing = 0;
-    memset(dc->quota_desc, 0, sizeof(dc->quota_desc));
+    dc->quota_desc = 0;
     dc->st = statuses;
     dc->n = req->n_descriptors;
     dc->cb = cb;

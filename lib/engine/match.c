@@ -551,30 +551,22 @@ const weir__match_domain *weir__match_domain_find(const weir__match_index *idx, 
     return d == NO_NODE ? NULL : (const weir__match_domain *)&t->ents[d];
 }
 
-weir_status weir__match_from(const weir__match_index *idx, const weir__match_domain *dom,
-                             const weir__entry *entries, size_t n, weir__match_result *out)
+void weir__match_walk(const weir__match_index *idx, const weir__match_domain *dom,
+                      const weir__entry *entries, size_t n, weir__match_result *out)
 {
-    if (!idx || !entries || !out || n == 0 || n > WEIR__MATCH_MAX_ENTRIES)
-        return WEIR_EINVAL;
-    for (size_t i = 0; i < n; i++) {
-        if ((!entries[i].key && entries[i].key_len) || (!entries[i].value && entries[i].value_len))
-            return WEIR_EINVAL;
-    }
-
     const strent *d = (const strent *)dom;
-    out->domain_found = d != NULL;
-    out->domain = d ? idx->nodes[d->id].domain : NULL;
+    out->domain_found = true;
+    out->domain = idx->nodes[d->id].domain;
     out->rule = NULL;
     out->depth = 0;
-    if (!d || n > idx->max_depth)
-        return WEIR_OK; /* no domain, or deeper than every rule path: no match */
-
+    if (n > idx->max_depth)
+        return; /* deeper than every rule path: no match */
     uint32_t cur = d->id;
     for (size_t i = 0; i < n; i++) {
         weir__match_kind kind = WEIR__MATCH_EXACT;
         uint32_t c = match_level(idx, cur, &entries[i], &kind);
         if (c == NO_NODE)
-            return WEIR_OK;
+            return;
         const mnode *cn = &idx->nodes[c];
         out->levels[i] = (weir__match_level){
             .rule = cn->rule,
@@ -586,15 +578,24 @@ weir_status weir__match_from(const weir__match_index *idx, const weir__match_dom
         cur = c;
     }
     out->rule = idx->nodes[cur].rule;
-    return WEIR_OK;
 }
 
 weir_status weir__match(const weir__match_index *idx, const char *domain, size_t domain_len,
                         const weir__entry *entries, size_t n, weir__match_result *out)
 {
-    if (!idx || !domain)
+    if (!idx || !domain || !entries || !out || n == 0 || n > WEIR__MATCH_MAX_ENTRIES)
         return WEIR_EINVAL;
-    return weir__match_from(idx, weir__match_domain_find(idx, domain, domain_len), entries, n, out);
+    for (size_t i = 0; i < n; i++) {
+        if ((!entries[i].key && entries[i].key_len) || (!entries[i].value && entries[i].value_len))
+            return WEIR_EINVAL;
+    }
+    const weir__match_domain *dom = weir__match_domain_find(idx, domain, domain_len);
+    if (!dom) {
+        *out = (weir__match_result){.domain_found = false};
+        return WEIR_OK;
+    }
+    weir__match_walk(idx, dom, entries, n, out);
+    return WEIR_OK;
 }
 
 /* ------------------------------------------------------------ counter keys */

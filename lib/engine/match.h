@@ -128,16 +128,19 @@ weir_status weir__match(const weir__match_index *idx, const char *domain, size_t
                         const weir__entry *entries, size_t n, weir__match_result *out);
 
 /** A domain's top level in an index, found once for all the descriptors
- *  of a request: weir__match_domain() gives it (NULL for an unknown or
- *  empty domain), weir__match_from() matches one descriptor under it with
- *  the same rules and results as weir__match() (a NULL @dom reports the
- *  domain as not found). Both allocate nothing; thread-safe. */
+ *  of a request: weir__match_domain_find() gives it (NULL for an unknown or
+ *  empty domain). Allocates nothing; thread-safe. */
 typedef struct weir__match_domain weir__match_domain;
 
 const weir__match_domain *weir__match_domain_find(const weir__match_index *idx, const char *domain,
                                                   size_t domain_len);
-weir_status weir__match_from(const weir__match_index *idx, const weir__match_domain *dom,
-                             const weir__entry *entries, size_t n, weir__match_result *out);
+
+/** weir__match() for a caller that has found the domain and checked the
+ *  entries itself: @dom not NULL, @n in 1..WEIR__MATCH_MAX_ENTRIES, no
+ *  entry with a NULL pointer and a non-zero length. Same rules and result
+ *  as weir__match(); checks nothing, allocates nothing; thread-safe. */
+void weir__match_walk(const weir__match_index *idx, const weir__match_domain *dom,
+                      const weir__entry *entries, size_t n, weir__match_result *out);
 
 /**
  * weir__glob_match() - whether @value matches @pattern, where each `*` in

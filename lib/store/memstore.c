@@ -826,7 +826,10 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
 
     bool denied = false;
     size_t n_copy = 0;
-    for (size_t i = 0; i < n; i++) {
+    /* Last op first: the decisions are independent (each writes only its
+     * own result and next state), and the first ops' buckets were asked
+     * for first, so their misses get the longest start. */
+    for (size_t i = n; i-- > 0;) {
         weir_op *op = &ops[i];
         shard *sh = &ms->shards[d[i].shard];
         /* the shard's clock (shard_now()), advanced only if all is charged */

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# bench/ab/ab.sh - two builds of the library, side by side in one process:
+# the engine bench's workload (bench/engine/workload.h) decided in
+# alternating blocks by build A and build B, so that the machine's noise
+# falls on both alike. On a shared machine whose speed moves by 2x from one
+# minute to the next, this is how a change to a hot path is measured.
+#
+#   bench/ab/ab.sh [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
+#
+# A and B are git revisions of this repository (HEAD, main~1, a hash...),
+# `.` for the working tree as it is, or the path of a built libweir.a.
+# USERS defaults to 1000000 (10000 keeps every counter in the caches),
+# ROUNDS (separate processes, one line each) to 3, BLOCKS (pairs of
+# 20,000 requests per process) to 200. Release builds (-O3 -DNDEBUG) go
+# to a temporary directory that is removed at the end.
+set -euo pipefail
+
+users=1000000 rounds=3 blocks=200
+while getopts "u:r:b:" opt; do
+    case $opt in
+    u) users=$OPTARG ;;
+    r) rounds=$OPTARG ;;
+    b) blocks=$OPTARG ;;
+    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -eq 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+work=$(mktemp -d "${TMPDIR:-/tmp}/weir-ab.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# library SPEC NAME -> prints the path of a libweir.a built from SPEC
+library() {
+    local spec=$1 name=$2 src
+    if [ -f "$spec" ]; then
+        echo "$spec"
+        return
+    fi
+    src=$work/src-$name
+    mkdir -p "$src"
+    if [ "$spec" = . ]; then
+        (cd "$root" && git ls-files -z --cached --others --exclude-standard |
+            xargs -0 tar -cf - --no-recursion) | tar -xf - -C "$src"
+    else
+        git -C "$root" archive "$spec" | tar -xf - -C "$src"
+    fi
+    cmake -S "$src" -B "$work/build-$name" -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= \
+        -DWEIR_TESTS=OFF >/dev/null
+    cmake --build "$work/build-$name" --target weir_static -j "$(nproc)" >/dev/null
+    echo "$work/build-$name/libweir.a"
+}
+
+lib_a=$(library "$1" A)
+lib_b=$(library "$2" B)
+for side in A B; do
+    lib=$lib_a
+    [ $side = B ] && lib=$lib_b
+    gcc -O3 -DNDEBUG -DSIDE=$side -DUSERS="${users}u" -I"$root/include" \
+        -c "$here/side.c" -o "$work/side-$side.o"
+    # one relocatable object per side, every symbol hidden but its entry points
+    ld -r "$work/side-$side.o" --whole-archive "$lib" -o "$work/whole-$side.o"
+    objcopy --keep-global-symbol=ab_setup_$side --keep-global-symbol=ab_run_$side \
+        "$work/whole-$side.o" "$work/part-$side.o"
+done
+gcc -O2 "$here/main.c" "$work/part-A.o" "$work/part-B.o" \
+    $(pkg-config --libs libxxhash yaml-0.1) -lpthread -lm -o "$work/ab"
+
+echo "A = $1, B = $2, $users users; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+for _ in $(seq "$rounds"); do
+    "$work/ab" "$blocks"
+done

@@ -33,7 +33,7 @@ _Static_assert(offsetof(weir_entry, value_len) == offsetof(weir__entry, value_le
                "weir_entry mirrors weir__entry");
 _Static_assert(WEIR_ENGINE_MAX_DESCRIPTORS <= 64, "quota_desc has a bit per descriptor");
 _Static_assert(WEIR_ENGINE_MAX_ENTRIES <= WEIR__MATCH_MAX_ENTRIES,
-               "every descriptor check_request() accepts can be matched");
+               "every descriptor check_descriptor() accepts can be matched");
 
 #define US_PER_S 1000000LL
 
@@ -475,23 +475,29 @@ static int64_t unit_us(weir_rule_unit u)
     }
 }
 
+/* The request's own fields. Its descriptors are checked one by one as they
+ * are planned (check_descriptor()), so that the first counter's buckets
+ * are asked for as early as possible; an error there still fails the
+ * whole request before anything is charged. */
 static weir_status check_request(const weir_request *req)
 {
     if (!req->domain || req->domain_len == 0 || !req->descriptors || req->n_descriptors == 0 ||
         req->n_descriptors > WEIR_ENGINE_MAX_DESCRIPTORS)
         return WEIR_EINVAL;
-    for (size_t i = 0; i < req->n_descriptors; i++) {
-        const weir_descriptor *d = &req->descriptors[i];
-        if (!d->entries || d->n_entries == 0 || d->n_entries > WEIR_ENGINE_MAX_ENTRIES)
-            return WEIR_EINVAL;
-        for (size_t k = 0; k < d->n_entries; k++) {
-            const weir_entry *en = &d->entries[k];
-            if ((!en->key && en->key_len) || (!en->value && en->value_len))
-                return WEIR_EINVAL;
-        }
-        if (d->limit && unit_us(d->limit->unit) == 0)
+    return WEIR_OK;
+}
+
+static weir_status check_descriptor(const weir_descriptor *d)
+{
+    if (!d->entries || d->n_entries == 0 || d->n_entries > WEIR_ENGINE_MAX_ENTRIES)
+        return WEIR_EINVAL;
+    for (size_t k = 0; k < d->n_entries; k++) {
+        const weir_entry *en = &d->entries[k];
+        if ((!en->key && en->key_len) || (!en->value && en->value_len))
             return WEIR_EINVAL;
     }
+    if (d->limit && unit_us(d->limit->unit) == 0)
+        return WEIR_EINVAL;
     return WEIR_OK;
 }
 
@@ -769,19 +775,24 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
     const weir__match_domain *dom = weir__match_domain_find(rs->idx, req->domain, req->domain_len);
     if (!dom) {
         *domain_found = false;
+        for (size_t d = 0; d < req->n_descriptors; d++)
+            if (check_descriptor(&req->descriptors[d]) != WEIR_OK)
+                return WEIR_EINVAL;
         return WEIR_OK;
     }
     uint64_t req_hits = req->hits ? req->hits : 1;
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
-        set_unmatched(&dc->st[d]);
+        weir_status st = check_descriptor(desc);
+        if (st != WEIR_OK)
+            return st;
         weir__match_result m;
-        /* check_request() checked the entries */
         weir__match_walk(rs->idx, dom, (const weir__entry *)desc->entries, desc->n_entries, &m);
-        weir_status st;
         const weir_rule *rule = m.rule;
-        if (!rule)
+        if (!rule) {
+            set_unmatched(&dc->st[d]);
             continue;
+        }
         bool shadow = (rule->flags & WEIR_RULE_SHADOW_MODE) != 0;
         bool quota = (rule->flags & WEIR_RULE_QUOTA_MODE) != 0;
         dc->quota_desc |= (uint64_t)quota << d;
@@ -823,6 +834,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             dc->n_pending++;
             limited++;
         }
+        /* written after the limits' buckets were asked for */
+        set_unmatched(&dc->st[d]);
         if (limited == 0 && rule->n_limits > 0) {
             dc->st[d].unlimited = true;
             dc->st[d].remaining = WEIR_ENGINE_UNLIMITED_REMAINING;

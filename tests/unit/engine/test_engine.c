@@ -211,6 +211,38 @@ static void unmatched_unknown_and_errors(void **unused)
     close_world(&w);
 }
 
+/* Descriptors are checked as they are planned: a bad one after good ones
+ * still refuses the whole request and charges nothing, in a known domain
+ * or not. */
+static void bad_descriptor_after_good_ones_charges_nothing(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_entry user[] = {E("user", "alice")};
+    weir_entry no_value[] = {{"path", 4, NULL, 3}}, no_key[] = {{NULL, 2, "/pay", 4}};
+    weir_limit_override bad_unit = {5, WEIR_UNIT_NONE};
+    weir_descriptor bad[4] = {{no_value, 1, false, 0, NULL},
+                              {no_key, 1, false, 0, NULL},
+                              {user, 0, false, 0, NULL},
+                              {user, 1, false, 0, &bad_unit}};
+    weir_descriptor_status st[2];
+    outcome o = {0};
+    for (int b = 0; b < 4; b++) {
+        weir_descriptor d[2] = {{user, 1, false, 0, NULL}, bad[b]};
+        weir_request known = {"api", 3, d, 2, 0}, unknown = {"nope", 4, d, 2, 0};
+        assert_int_equal(weir_engine_decide(w.reader, &known, 0, st, on_decided, &o), WEIR_EINVAL);
+        assert_int_equal(weir_engine_decide(w.reader, &unknown, 0, st, on_decided, &o),
+                         WEIR_EINVAL);
+    }
+    assert_int_equal(o.calls, 0);
+    /* alice's counter was never charged: her first request leaves 9 */
+    weir_descriptor alone = {user, 1, false, 0, NULL};
+    assert_int_equal(decide(&w, "api", &alone, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 9);
+    close_world(&w);
+}
+
 static void shadow_replaces_unlimited_override(void **unused)
 {
     (void)unused;
@@ -544,6 +576,7 @@ int main(void)
         cmocka_unit_test(denied_request_spends_nothing),
         cmocka_unit_test(hits_at_both_levels),
         cmocka_unit_test(unmatched_unknown_and_errors),
+        cmocka_unit_test(bad_descriptor_after_good_ones_charges_nothing),
         cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),
         cmocka_unit_test(fixed_and_per_value_counters),

@@ -53,6 +53,7 @@
 #include "core/context.h"
 #include "store/spinlock.h"
 #include "store/store.h"
+#include "store/table_arena.h"
 
 #define SLOTS 4u
 #define SECRET_BYTES 192u
@@ -143,6 +144,7 @@ typedef struct memstore {
     _Atomic uint32_t sweep_shard;
     void *shards_raw;
     shard *shards;
+    weir__arena *arena; /* mid-sized tables; NULL under a memory cap */
     unsigned char secret[SECRET_BYTES];
 } memstore;
 
@@ -428,9 +430,25 @@ static uint64_t table_cost(uint32_t nb)
     return (uint64_t)nb * sizeof(bucket) + BUCKET_ALIGN + ALLOC_OVERHEAD;
 }
 
-static bucket *alloc_table(memstore *ms, uint32_t nb, void **raw)
+/* Whether a table of nb buckets comes from the arena: a mid-sized one,
+ * unless the store has a memory cap (the arena's slack belongs to no shard,
+ * so the cap could not count it). */
+static bool in_arena(const memstore *ms, uint32_t nb)
 {
-    size_t bytes = (size_t)nb * sizeof(bucket) + BUCKET_ALIGN;
+    return ms->arena && weir__arena_holds((size_t)nb * sizeof(bucket));
+}
+
+/* A zeroed table of at least *nb buckets; *nb is set to its size (an
+ * arena table fills its slot). */
+static bucket *alloc_table(memstore *ms, uint32_t *nb, void **raw)
+{
+    if (in_arena(ms, *nb)) {
+        size_t tb = (size_t)*nb * sizeof(bucket);
+        *raw = weir__arena_alloc(ms->arena, &tb);
+        *nb = (uint32_t)(tb / sizeof(bucket));
+        return *raw;
+    }
+    size_t bytes = (size_t)*nb * sizeof(bucket) + BUCKET_ALIGN;
     *raw = weir__calloc(ms->base.ctx, 1, bytes);
     if (!*raw)
         return NULL;
@@ -446,6 +464,15 @@ static bucket *alloc_table(memstore *ms, uint32_t nb, void **raw)
 #endif
     uintptr_t mask = BUCKET_ALIGN - 1u;
     return (bucket *)(((uintptr_t)*raw + mask) & ~mask);
+}
+
+/* Free a table of nb buckets made by alloc_table(). */
+static void free_table(memstore *ms, void *raw, uint32_t nb)
+{
+    if (in_arena(ms, nb))
+        weir__arena_release(ms->arena, raw, (size_t)nb * sizeof(bucket));
+    else
+        weir__free(ms->base.ctx, raw);
 }
 
 static entry *free_slot(bucket *b)
@@ -500,7 +527,7 @@ static entry *cuckoo_slot(shard *sh, bucket *t, uint32_t nb, uint32_t b1, uint32
 static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
 {
     void *raw;
-    bucket *t = alloc_table(ms, nb, &raw);
+    bucket *t = alloc_table(ms, &nb, &raw);
     if (!t)
         return false;
     for (uint32_t i = 0, n = nslots(sh); i < n; i++) {
@@ -511,12 +538,12 @@ static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
         buckets_of(e->tag, nb, &b1, &b2);
         entry *dst = cuckoo_slot(sh, t, nb, b1, b2);
         if (!dst) {
-            weir__free(ms->base.ctx, raw);
+            free_table(ms, raw, nb);
             return false;
         }
         *dst = *e;
     }
-    weir__free(ms->base.ctx, sh->table_raw);
+    free_table(ms, sh->table_raw, sh->nbuckets);
     sh->bytes = sh->bytes - table_cost(sh->nbuckets) + table_cost(nb);
     sh->table_raw = raw;
     __atomic_store_n(&sh->table, t, __ATOMIC_RELAXED);
@@ -1002,7 +1029,7 @@ static void mem_stats(weir_store *s, weir_store_stats *out)
     memstore *ms = (memstore *)s;
     memset(out, 0, sizeof(*out));
     out->max_bytes = ms->max_bytes;
-    out->bytes = fixed_bytes(ms->nshards);
+    out->bytes = fixed_bytes(ms->nshards) + (ms->arena ? weir__arena_slack(ms->arena) : 0);
     for (uint32_t i = 0; i < ms->nshards; i++) {
         shard *sh = &ms->shards[i];
         weir__spin_lock(&sh->lock);
@@ -1022,7 +1049,8 @@ static void shard_destroy(memstore *ms, shard *sh)
             if ((e->check & F_BLOB) && algo_of(e) != 0)
                 weir__free(ms->base.ctx, e->st.blob.ptr);
         }
-    weir__free(ms->base.ctx, sh->table_raw);
+    if (sh->table_raw)
+        free_table(ms, sh->table_raw, sh->nbuckets);
 }
 
 static void mem_destroy(weir_store *s)
@@ -1031,6 +1059,7 @@ static void mem_destroy(weir_store *s)
     if (ms->shards)
         for (uint32_t i = 0; i < ms->nshards; i++)
             shard_destroy(ms, &ms->shards[i]);
+    weir__arena_free(ms->arena);
     weir__free(ms->base.ctx, ms->shards_raw);
     weir__free(ms->base.ctx, ms);
 }
@@ -1087,21 +1116,23 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
     }
 
     ms->shards_raw = weir__calloc(ctx, 1, n * sizeof(shard) + 64);
-    if (!ms->shards_raw) {
+    if (!ms->shards_raw || (!o.max_bytes && !(ms->arena = weir__arena_new(ctx)))) {
+        weir__free(ctx, ms->shards_raw);
         weir__free(ctx, ms);
         return WEIR_ENOMEM;
     }
     ms->shards = (shard *)(((uintptr_t)ms->shards_raw + 63u) & ~(uintptr_t)63u);
     for (uint32_t i = 0; i < n; i++) {
         shard *sh = &ms->shards[i];
-        sh->table = alloc_table(ms, MIN_BUCKETS, &sh->table_raw);
+        uint32_t nb = MIN_BUCKETS;
+        sh->table = alloc_table(ms, &nb, &sh->table_raw);
         if (!sh->table) {
             mem_destroy(&ms->base);
             return WEIR_ENOMEM;
         }
-        sh->nbuckets = MIN_BUCKETS;
+        sh->nbuckets = nb;
         sh->next_rest = NO_REST;
-        sh->bytes = table_cost(MIN_BUCKETS);
+        sh->bytes = table_cost(nb);
         sh->rng = (uint64_t)i * 0x9e3779b97f4a7c15ull ^ o.seed;
     }
     *out = &ms->base;

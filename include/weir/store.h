@@ -145,6 +145,16 @@ typedef struct weir_memstore_options {
  * @ctx:  its allocator is used for everything; must outlive the store.
  * @opts: may be NULL for defaults. Copied.
  *
+ * Memory: a shard's table of 64 KB to 1 MB (a store of roughly 100k to 2M
+ * keys with 64 shards) shares chunks of whole, 2 MB-aligned pages with
+ * the other shards' tables of its size, advised for transparent huge pages
+ * (madvise), and larger tables are advised where they lie: a lookup then
+ * misses the TLB less. A chunk's allocation is 2 MB longer than the chunk,
+ * to align it; that room is handed back to the system (MADV_DONTNEED)
+ * unused, and so are a chunk's pages before the chunk is freed. The
+ * chunks' empty slots count in the stats' bytes. With max_bytes set every
+ * table is an allocation of its own, as the cap is kept per shard.
+ *
  * Returns WEIR_OK; WEIR_EINVAL (NULL ctx/out, bad opts->size, shards not a
  * power of two or too many); WEIR_ENOMEM; WEIR_EIO when no random seed
  * could be read. Thread-safe.

@@ -224,6 +224,68 @@ static void cap_and_sweeper(void **unused)
     weir_ctx_free(ctx);
 }
 
+/* Threads creating keys at once, each its own: the shards' tables grow
+ * through the sizes that share huge pages, concurrently, and every key
+ * keeps what it was charged. */
+#define GROW_KEYS 20000
+
+typedef struct grower {
+    weir_store *st;
+    const weir_limit *lim;
+    int id;
+    int errors;
+} grower;
+
+static void *grow_keys(void *arg)
+{
+    grower *g = arg;
+    char key[32];
+    for (int i = 0; i < GROW_KEYS; i++) {
+        snprintf(key, sizeof(key), "t%d:%d", g->id, i);
+        weir_result r;
+        if (weir_memstore_take(g->st, key, strlen(key), g->lim, 0, 1 + (uint64_t)(i % 2), &r) !=
+                WEIR_OK ||
+            !r.allowed)
+            g->errors++;
+    }
+    return NULL;
+}
+
+static void tables_grow_on_every_thread(void **unused)
+{
+    (void)unused;
+    weir_ctx *ctx;
+    assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
+    /* 80k keys over 2 shards: tables from 64 KB past 1 MB */
+    weir_memstore_options o = {.size = sizeof(o), .shards = 2};
+    weir_store *st;
+    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_OK);
+    weir_limit lim = compile(WEIR_ALGO_TOKEN_BUCKET, 5);
+    pthread_t th[THREADS];
+    grower g[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        g[t] = (grower){st, &lim, t, 0};
+        assert_int_equal(pthread_create(&th[t], NULL, grow_keys, &g[t]), 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(g[t].errors, 0);
+    }
+    weir_store_stats stats;
+    assert_int_equal(weir_store_stats_get(st, &stats), WEIR_OK);
+    assert_int_equal(stats.keys, THREADS * GROW_KEYS);
+    char key[32];
+    for (int t = 0; t < THREADS; t++)
+        for (int i = 0; i < GROW_KEYS; i++) {
+            snprintf(key, sizeof(key), "t%d:%d", t, i);
+            weir_result r;
+            assert_int_equal(weir_memstore_take(st, key, strlen(key), &lim, 0, 0, &r), WEIR_OK);
+            assert_int_equal(r.remaining, 4 - (uint64_t)(i % 2));
+        }
+    weir_store_free(st);
+    weir_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -231,6 +293,7 @@ int main(void)
         cmocka_unit_test(many_keys_batched),
         cmocka_unit_test(atomic_pairs),
         cmocka_unit_test(cap_and_sweeper),
+        cmocka_unit_test(tables_grow_on_every_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,7 +162,8 @@ void *weir__arena_alloc(weir__arena *a, size_t *want)
 {
     if (!weir__arena_holds(*want))
         return NULL;
-    shape sh = shape_of(*want);
+    /* slots are whole multiples of 128 bytes: so is what they must hold */
+    shape sh = shape_of((*want + 127u) & ~(size_t)127u);
     *want = sh.slot;
     pthread_mutex_lock(&a->mu);
     chunk *c = a->chunks;

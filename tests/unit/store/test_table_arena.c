@@ -54,18 +54,27 @@ static void slot_sizes(void **unused)
     fixture f;
     weir__arena *a = open_arena(&f);
     for (size_t want = WEIR__ARENA_MIN_BYTES; want <= WEIR__ARENA_MAX_BYTES;
-         want += 9 * 1024 + 128) {
+         want += 9 * 1024 + 77) {
         size_t got = want;
         void *t = weir__arena_alloc(a, &got);
         assert_non_null(t);
         assert_true(got >= want);
         assert_true(got - want <= want / 15);
+        assert_true(weir__arena_holds(got)); /* so it is freed to the arena */
         assert_int_equal(got % 128, 0);
         assert_int_equal((uintptr_t)t % 128, 0);
         size_t again = want; /* the same request, the same size */
         void *u = weir__arena_alloc(a, &again);
         assert_int_equal(again, got);
         weir__arena_release(a, u, again);
+        weir__arena_release(a, t, got);
+    }
+    /* just under an exact share of a page, not a multiple of 128 bytes */
+    for (size_t k = 2; k < CHUNK / WEIR__ARENA_MIN_BYTES; k++) {
+        size_t want = CHUNK / k - 10, got = want;
+        void *t = weir__arena_alloc(a, &got);
+        assert_non_null(t);
+        assert_true(got >= want);
         weir__arena_release(a, t, got);
     }
     assert_int_equal(weir__arena_slack(a), 0);

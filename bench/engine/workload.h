@@ -50,7 +50,7 @@ typedef struct workload {
     uint64_t over;
 } workload;
 
-static uint64_t workload_rng(uint64_t *s)
+static inline uint64_t workload_rng(uint64_t *s)
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -58,7 +58,8 @@ static uint64_t workload_rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void workload_on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+static inline void workload_on_decided(void *arg, weir_code overall, weir_descriptor_status *st,
+                                       size_t n)
 {
     (void)st;
     (void)n;
@@ -66,8 +67,8 @@ static void workload_on_decided(void *arg, weir_code overall, weir_descriptor_st
 }
 
 /* Requests [from, from + n) of the names given, one decision each. */
-static void workload_decide(workload *w, workload_name *names, const uint8_t *lens, uint32_t from,
-                            uint32_t n)
+static inline void workload_decide(workload *w, workload_name *names, const uint8_t *lens,
+                                   uint32_t from, uint32_t n)
 {
     weir_entry path[] = {{"path", 4, "/v1/items", 9}};
     weir_entry plan[] = {{"plan", 4, "pro", 3}};
@@ -84,14 +85,14 @@ static void workload_decide(workload *w, workload_name *names, const uint8_t *le
 }
 
 /* Requests [from, from + n) of the random stream (n_stream - from >= n). */
-static void workload_run(workload *w, uint32_t from, uint32_t n)
+static inline void workload_run(workload *w, uint32_t from, uint32_t n)
 {
     workload_decide(w, w->stream, w->stream_len, from, n);
 }
 
 /* Rules, memory store, engine, the users, a stream of n_stream random
  * users (seed 42), and the warm-up: every user decided once. 0 on success. */
-static int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream)
+static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream)
 {
     memset(w, 0, sizeof(*w));
     weir_rules *rules;
@@ -125,7 +126,7 @@ static int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t 
     return 0;
 }
 
-static void workload_free(workload *w)
+static inline void workload_free(workload *w)
 {
     free(w->users);
     free(w->stream);

@@ -5,27 +5,30 @@
 # falls on both alike. On a shared machine whose speed moves by 2x from one
 # minute to the next, this is how a change to a hot path is measured.
 #
-#   bench/ab/ab.sh [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
+#   bench/ab/ab.sh [-t] [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
 #
 # A and B are git revisions of this repository (HEAD, main~1, a hash...),
 # `.` for the working tree as it is, or the path of a built libweir.a.
+# -t measures weir_memstore_take() alone (a token bucket per user, as
+# weir-bench's single column) instead of the engine's decide().
 # USERS defaults to 1000000 (10000 keeps every counter in the caches),
 # ROUNDS (separate processes, one line each) to 3, BLOCKS (pairs of
 # 20,000 requests per process) to 200. Release builds (-O3 -DNDEBUG) go
 # to a temporary directory that is removed at the end.
 set -euo pipefail
 
-users=1000000 rounds=3 blocks=200
-while getopts "u:r:b:" opt; do
+users=1000000 rounds=3 blocks=200 workload=
+while getopts "tu:r:b:" opt; do
     case $opt in
+    t) workload=-DTAKE ;;
     u) users=$OPTARG ;;
     r) rounds=$OPTARG ;;
     b) blocks=$OPTARG ;;
-    *) sed -n '2,16p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -58,7 +61,7 @@ lib_b=$(library "$2" B)
 for side in A B; do
     lib=$lib_a
     [ $side = B ] && lib=$lib_b
-    gcc -O3 -DNDEBUG -DSIDE=$side -DUSERS="${users}u" -I"$root/include" \
+    gcc -O3 -DNDEBUG -DSIDE=$side -DUSERS="${users}u" $workload -I"$root/include" \
         -c "$here/side.c" -o "$work/side-$side.o"
     # one relocatable object per side, every symbol hidden but its entry points
     ld -r "$work/side-$side.o" --whole-archive "$lib" -o "$work/whole-$side.o"
@@ -68,7 +71,7 @@ done
 gcc -O2 "$here/main.c" "$work/part-A.o" "$work/part-B.o" \
     $(pkg-config --libs libxxhash yaml-0.1) -lpthread -lm -o "$work/ab"
 
-echo "A = $1, B = $2, $users users; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "A = $1, B = $2, $users users${workload:+, weir_memstore_take}; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$rounds"); do
     "$work/ab" "$blocks"
 done

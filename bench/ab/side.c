@@ -1,6 +1,7 @@
 /*
  * side.c - one side of the in-process A/B comparison (see ab.sh): the
- * engine bench's workload on one build of the library. ab.sh compiles this
+ * engine bench's workload on one build of the library, or with TAKE
+ * defined the store's own single call. ab.sh compiles this
  * file twice, with SIDE=A and SIDE=B, links each with its own libweir.a
  * into one relocatable object and hides every symbol but the two below, so
  * both builds live in one process without meeting.
@@ -23,11 +24,38 @@ void CAT(ab_run_, SIDE)(uint32_t from, uint32_t n);
 
 static workload w;
 
+#ifdef TAKE
+/* The store's own call: a token bucket of 100 per second per user, decided
+ * by weir_memstore_take() with no engine, as weir-bench's single column. */
+static weir_limit take_limit;
+
+static void take(workload_name *names, const uint8_t *lens, uint32_t from, uint32_t n)
+{
+    for (uint32_t i = from; i < from + n; i++) {
+        weir_result r;
+        weir_memstore_take(w.store, names[i], lens[i], &take_limit, w.t_us++, 1, &r);
+        w.over += !r.allowed;
+    }
+}
+#endif
+
 /* The store, the rules and the warm-up; 0 on success. */
 int CAT(ab_setup_, SIDE)(void)
 {
     weir_ctx *ctx;
-    return weir_ctx_new(NULL, &ctx) != WEIR_OK || workload_make(ctx, &w, USERS, STREAM) != 0;
+    if (weir_ctx_new(NULL, &ctx) != WEIR_OK)
+        return 1;
+#ifdef TAKE
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_TOKEN_BUCKET, .limit = 100, .window_us = 1000000};
+    if (weir_limit_compile(&spec, &take_limit) != WEIR_OK ||
+        weir_memstore_new(ctx, NULL, &w.store) != WEIR_OK || workload_names(&w, USERS, STREAM) != 0)
+        return 1;
+    take(w.users, w.users_len, 0, USERS);
+    return 0;
+#else
+    return workload_make(ctx, &w, USERS, STREAM) != 0;
+#endif
 }
 
 /* n requests of the random stream from request `from` (mod its length). */
@@ -36,5 +64,9 @@ void CAT(ab_run_, SIDE)(uint32_t from, uint32_t n)
     from %= STREAM;
     if (n > STREAM - from)
         from = 0;
+#ifdef TAKE
+    take(w.stream, w.stream_len, from, n);
+#else
     workload_run(&w, from, n);
+#endif
 }

@@ -90,20 +90,10 @@ static inline void workload_run(workload *w, uint32_t from, uint32_t n)
     workload_decide(w, w->stream, w->stream_len, from, n);
 }
 
-/* Rules, memory store, engine, the users, a stream of n_stream random
- * users (seed 42), and the warm-up: every user decided once. 0 on success. */
-static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream)
+/* The users and a stream of n_stream of them drawn at random (seed 42).
+ * 0 on success. */
+static inline int workload_names(workload *w, uint32_t n_users, uint32_t n_stream)
 {
-    memset(w, 0, sizeof(*w));
-    weir_rules *rules;
-    if (weir_rules_parse(ctx, "bench.yaml", workload_rules, strlen(workload_rules), NULL, &rules,
-                         NULL, 0, NULL) != WEIR_OK ||
-        weir_memstore_new(ctx, NULL, &w->store) != WEIR_OK)
-        return 1;
-    weir_engine_options eo = {.size = sizeof(eo), .store = w->store};
-    if (weir_engine_new(ctx, &eo, rules, &w->engine) != WEIR_OK ||
-        weir_engine_reader_new(w->engine, &w->reader) != WEIR_OK)
-        return 1;
     w->n_users = n_users;
     w->n_stream = n_stream;
     w->users = malloc(n_users * sizeof(*w->users));
@@ -121,6 +111,24 @@ static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, ui
         w->stream_len[i] = w->users_len[u];
     }
     w->t_us = 1700000000LL * 1000000;
+    return 0;
+}
+
+/* Rules, memory store, engine, the names (workload_names()), and the
+ * warm-up: every user decided once. 0 on success. */
+static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream)
+{
+    memset(w, 0, sizeof(*w));
+    weir_rules *rules;
+    if (weir_rules_parse(ctx, "bench.yaml", workload_rules, strlen(workload_rules), NULL, &rules,
+                         NULL, 0, NULL) != WEIR_OK ||
+        weir_memstore_new(ctx, NULL, &w->store) != WEIR_OK)
+        return 1;
+    weir_engine_options eo = {.size = sizeof(eo), .store = w->store};
+    if (weir_engine_new(ctx, &eo, rules, &w->engine) != WEIR_OK ||
+        weir_engine_reader_new(w->engine, &w->reader) != WEIR_OK ||
+        workload_names(w, n_users, n_stream) != 0)
+        return 1;
     workload_decide(w, w->users, w->users_len, 0, n_users);
     w->over = 0;
     return 0;

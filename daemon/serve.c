@@ -370,7 +370,7 @@ static void start_watch(main_loop *m)
  * before the rules are loaded and the workers start, so neither a signal
  * nor a file change in between is lost (both are acted on once the loop
  * runs), and every worker inherits the mask that keeps the signals for
- * the descriptor. */
+ * the descriptor. Returns 0, or a negative error number. */
 static int main_init(main_loop *m, server *s)
 {
     memset(m, 0, sizeof(*m));
@@ -381,12 +381,14 @@ static int main_init(main_loop *m, server *s)
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
-    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
-        (m->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
-        return -1;
-    if (uv_loop_init(&m->loop) < 0) {
+    int rc = pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (rc != 0)
+        return -rc; /* an error number, not errno */
+    if ((m->sigfd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC)) < 0)
+        return -errno;
+    if ((rc = uv_loop_init(&m->loop)) < 0) { /* -errno */
         close(m->sigfd);
-        return -1;
+        return rc;
     }
     uv_poll_init(&m->loop, &m->sig, m->sigfd);
     m->sig.data = m;
@@ -529,9 +531,10 @@ int weir_cli_serve(int argc, char **argv)
         return 1;
     }
     static main_loop m;
-    if (main_init(&m, &srv) < 0) {
+    int err = main_init(&m, &srv);
+    if (err < 0) {
         fprintf(stderr, "weir serve: cannot set up the signal descriptor and event loop: %s\n",
-                strerror(errno));
+                strerror(-err));
         return 1;
     }
     rc = start(&srv);

@@ -33,8 +33,10 @@ static void take(workload_name *names, const uint8_t *lens, uint32_t from, uint3
 {
     for (uint32_t i = from; i < from + n; i++) {
         weir_result r;
-        weir_memstore_take(w.store, names[i], lens[i], &take_limit, w.t_us++, 1, &r);
-        w.over += !r.allowed;
+        if (weir_memstore_take(w.store, names[i], lens[i], &take_limit, w.t_us++, 1, &r) !=
+                WEIR_OK ||
+            !r.allowed)
+            w.over++;
     }
 }
 #endif

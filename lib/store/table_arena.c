@@ -53,7 +53,18 @@ weir__arena *weir__arena_new(weir_ctx *ctx)
     return a;
 }
 
-static void give_back(void *lo, void *hi);
+/* The whole pages inside [lo, hi), part of one of our allocations and
+ * never to be read, back to the system: an allocator that recycled them
+ * from freed memory would otherwise keep them resident for nothing. The
+ * pages at either end, which may hold the allocator's own headers, are
+ * kept. */
+static void give_back(void *lo, void *hi)
+{
+    uintptr_t page = 4096u, a = ((uintptr_t)lo + page - 1u) & ~(page - 1u),
+              b = (uintptr_t)hi & ~(page - 1u);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
 
 /* The chunk's pages go back to the system first: an allocator that keeps
  * freed memory (as malloc does below its mapping threshold, which rises
@@ -112,19 +123,6 @@ static shape shape_of(size_t bytes)
             break;
     }
     return best;
-}
-
-/* The whole pages inside [lo, hi), part of one of our allocations and
- * never to be read, back to the system: an allocator that recycled them
- * from freed memory would otherwise keep them resident for nothing. The
- * pages at either end, which may hold the allocator's own headers, are
- * kept. */
-static void give_back(void *lo, void *hi)
-{
-    uintptr_t page = 4096u, a = ((uintptr_t)lo + page - 1u) & ~(page - 1u),
-              b = (uintptr_t)hi & ~(page - 1u);
-    if (b > a)
-        madvise((void *)a, b - a, MADV_DONTNEED);
 }
 
 /* A new chunk of this shape, first on the list; NULL when out of memory.

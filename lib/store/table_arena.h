@@ -26,6 +26,7 @@
 #ifndef WEIR_STORE_TABLE_ARENA_H
 #define WEIR_STORE_TABLE_ARENA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,7 +47,7 @@ weir__arena *weir__arena_new(weir_ctx *ctx);
 void weir__arena_free(weir__arena *a);
 
 /** Whether a table of this many bytes belongs in the arena. */
-static inline int weir__arena_holds(size_t bytes)
+static inline bool weir__arena_holds(size_t bytes)
 {
     return bytes >= WEIR__ARENA_MIN_BYTES && bytes <= WEIR__ARENA_MAX_BYTES;
 }

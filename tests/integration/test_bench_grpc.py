@@ -131,11 +131,18 @@ def test_reconnects_to_a_restarted_server(weir_factory):
             "--duration", "8", "--warmup", "0", "--descriptor", "free=z"]
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+    seen = []
     try:
-        time.sleep(1.5)
+        # Restart only once the bench is deciding against the first server:
+        # a fixed sleep lost that race on a stalled machine under TSan.
+        for line in proc.stderr:
+            seen.append(line)
+            if "decisions/s" in line and line.split()[1] != "0":
+                break
         first.finish()  # drains: GOAWAY, then the listener closes
         weir_factory(RULES, "--grpc", f"127.0.0.1:{port}")
-        out, err = proc.communicate(timeout=30)
+        out, rest = proc.communicate(timeout=30)
+        err = "".join(seen) + rest
     finally:
         if proc.poll() is None:
             proc.kill()

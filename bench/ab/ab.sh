@@ -5,30 +5,34 @@
 # falls on both alike. On a shared machine whose speed moves by 2x from one
 # minute to the next, this is how a change to a hot path is measured.
 #
-#   bench/ab/ab.sh [-t] [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
+#   bench/ab/ab.sh [-t | -B | -T] [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
 #
 # A and B are git revisions of this repository (HEAD, main~1, a hash...),
 # `.` for the working tree as it is, or the path of a built libweir.a.
 # -t measures weir_memstore_take() alone (a token bucket per user, as
-# weir-bench's single column) instead of the engine's decide().
+# weir-bench's single column) instead of the engine's decide(); -B its
+# batch call, weir_memstore_run() with 64 independent ops per call; -T
+# the scaling of the single call from one thread to two (2T/1T).
 # USERS defaults to 1000000 (10000 keeps every counter in the caches),
 # ROUNDS (separate processes, one line each) to 3, BLOCKS (pairs of
 # 20,000 requests per process) to 200. Release builds (-O3 -DNDEBUG) go
 # to a temporary directory that is removed at the end.
 set -euo pipefail
 
-users=1000000 rounds=3 blocks=200 workload=
-while getopts "tu:r:b:" opt; do
+users=1000000 rounds=3 blocks=200 workload= what= threads=1
+while getopts "tBTu:r:b:" opt; do
     case $opt in
-    t) workload=-DTAKE ;;
+    t) workload=-DTAKE what=", weir_memstore_take" ;;
+    B) workload="-DTAKE -DBATCH" what=", weir_memstore_run (64 ops per call)" ;;
+    T) workload=-DTAKE what=", weir_memstore_take on 1 and 2 threads" threads=2 ;;
     u) users=$OPTARG ;;
     r) rounds=$OPTARG ;;
     b) blocks=$OPTARG ;;
-    *) sed -n '2,17p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -71,7 +75,7 @@ done
 gcc -O2 "$here/main.c" "$work/part-A.o" "$work/part-B.o" \
     $(pkg-config --libs libxxhash yaml-0.1) -lpthread -lm -o "$work/ab"
 
-echo "A = $1, B = $2, $users users${workload:+, weir_memstore_take}; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "A = $1, B = $2, $users users$what; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 for _ in $(seq "$rounds"); do
-    "$work/ab" "$blocks"
+    "$work/ab" "$blocks" 20000 "$threads"
 done

@@ -19,7 +19,10 @@
  * goes to its first bucket when that has room, so most lookups end there.
  * Inserting into two full buckets moves entries along a short random cuckoo
  * path to their other bucket; the table grows by a quarter when it is 95%
- * full, so it stays above 76% full: 34-42 bytes per key.
+ * full, so it stays above 76% full: 34-42 bytes per key. (Buckets of two
+ * entries, one line each, were measured: batches took 0.92-0.97 of their
+ * time, but inserts 1.4x theirs and a key 16% more memory; see
+ * docs/BENCHMARKS.md.)
  *
  * Expiry. Every decision tells how long until the key is back at rest (a
  * fresh state would decide the same); the entry keeps that time in ticks of
@@ -64,6 +67,11 @@
 /* Grow at 95% full, by a quarter: the table stays between 76% and 95%. */
 #define MAX_LOAD_PCT 95u
 #define GROW_PCT 125u
+/* A table its keys do not fit (a few keys sharing both buckets, likeliest
+ * while the table is small) is tried again twice as large, up to this
+ * many times: a store without a cap never evicts a key for want of a
+ * cuckoo path. */
+#define GROW_TRIES 8
 /* Cuckoo path search: random walks of bounded depth. */
 #define WALKS 8u
 #define WALK_DEPTH 24u
@@ -552,14 +560,14 @@ static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
     return true;
 }
 
-/* Grow by a quarter (more if the entries will not fit), unless that would
- * cross the cap with `extra` bytes still to come: old and new tables both
- * exist while entries move. */
+/* Grow by GROW_PCT (twice as much again each time the entries do not
+ * fit), unless that would cross the cap with `extra` bytes still to come:
+ * old and new tables both exist while entries move. */
 static bool grow(memstore *ms, shard *sh, uint64_t extra)
 {
     uint64_t nb = sh->nbuckets;
-    for (int tries = 0; tries < 3; tries++) {
-        nb = nb * GROW_PCT / 100 + 1;
+    for (int tries = 0; tries < GROW_TRIES; tries++) {
+        nb = tries == 0 ? nb * GROW_PCT / 100 + 1 : nb * 2;
         if (nb > MAX_BUCKETS)
             return false;
         if (ms->shard_cap && sh->bytes + table_cost((uint32_t)nb) + extra > ms->shard_cap)
@@ -570,23 +578,30 @@ static bool grow(memstore *ms, shard *sh, uint64_t extra)
     return false;
 }
 
-/* A free slot for a key with this hash: grow at 95% full, search a cuckoo
- * path, and at the cap clear keys at rest or evict the best of the eight
- * entries in the key's two buckets. */
+/* A free slot for a key with this hash: grow at MAX_LOAD_PCT full, search
+ * a cuckoo path, and at the cap clear keys at rest or evict the best of the
+ * eight entries in the key's two buckets. */
 static entry *claim_slot(memstore *ms, shard *sh, uint64_t tag, uint32_t now_tick, uint64_t extra)
 {
     if ((uint64_t)(sh->count + 1) * 100 > (uint64_t)nslots(sh) * MAX_LOAD_PCT)
         grow(ms, sh, extra);
-    for (int attempt = 0;; attempt++) {
+    bool swept = false;
+    for (int grown = 0;;) {
         uint32_t b1, b2;
         buckets_of(tag, sh->nbuckets, &b1, &b2);
         entry *e = cuckoo_slot(sh, sh->table, sh->nbuckets, b1, b2);
         if (e)
             return e;
-        if (attempt == 0 && grow(ms, sh, extra))
+        /* the key's buckets may still be full in a larger table (it
+         * places every key anew): grow again while growth is allowed */
+        if (grown < GROW_TRIES && grow(ms, sh, extra)) {
+            grown++;
             continue;
-        if (attempt <= 1 && now_tick >= sh->next_rest && sweep_all(ms, sh, now_tick) > 0)
+        }
+        if (!swept && now_tick >= sh->next_rest && sweep_all(ms, sh, now_tick) > 0) {
+            swept = true;
             continue;
+        }
         entry *best = NULL;
         for (unsigned i = 0; i < SLOTS; i++) {
             if (better_victim(&sh->table[b1].e[i], best))
@@ -955,6 +970,11 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     memstore *ms = (memstore *)store;
     digest d = digest_of(ms, key, key_len);
     shard *sh = &ms->shards[d.shard];
+    /* Ask for the lock's line too: when another thread decided in the shard
+     * last, its move from that core overlaps the rest of the set-up and
+     * the bucket miss. A read prefetch, measured (bench/ab -T): 2T/1T
+     * 1.01-1.05x; a prefetch for writing was worse than none, 0.98-0.99x. */
+    __builtin_prefetch(&sh->lock, 0);
     /* Find the key's buckets and start fetching them before the lock: a
      * prefetch is not ordered with the lock's locked instruction, so the
      * miss overlaps it. The table may be rebuilt meanwhile; then look again

@@ -175,6 +175,34 @@ static void keys_at_rest_are_swept(void **unused)
     close_store(&f);
 }
 
+/* Without a cap, a key is never evicted: a key whose buckets are full and
+ * have no cuckoo path takes a larger table, however small the table and
+ * whatever the seed. Many shards keep every table small, where a few keys
+ * sharing both buckets are likeliest. */
+static void no_cap_never_evicts(void **unused)
+{
+    (void)unused;
+    weir_limit lim = compile(WEIR_ALGO_GCRA, 10, S);
+    char key[32];
+    for (uint64_t seed = 1; seed <= 8; seed++) {
+        weir_ctx *ctx;
+        weir_store *st;
+        assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
+        weir_memstore_options o = {.size = sizeof(o), .shards = 1024, .seed = seed};
+        assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_OK);
+        for (int i = 0; i < 30000; i++) {
+            snprintf(key, sizeof(key), "k%d", i);
+            assert_true(take(st, key, &lim, 0, 1).allowed);
+        }
+        weir_store_stats s = stats(st);
+        if (s.keys != 30000 || s.evictions != 0)
+            fail_msg("seed %llu: %llu keys, %llu evictions", (unsigned long long)seed,
+                     (unsigned long long)s.keys, (unsigned long long)s.evictions);
+        weir_store_free(st);
+        weir_ctx_free(ctx);
+    }
+}
+
 static void inserts_sweep_incrementally(void **unused)
 {
     (void)unused;
@@ -666,6 +694,7 @@ int main(void)
         cmocka_unit_test(denials_and_peeks_create_no_key),
         cmocka_unit_test(key_limits),
         cmocka_unit_test(keys_at_rest_are_swept),
+        cmocka_unit_test(no_cap_never_evicts),
         cmocka_unit_test(inserts_sweep_incrementally),
         cmocka_unit_test(memory_cap_holds),
         cmocka_unit_test(at_rest_keys_go_before_over_limit_keys),

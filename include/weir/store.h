@@ -148,12 +148,15 @@ typedef struct weir_memstore_options {
  * Memory: a shard's table of 64 KB to 1 MB (a store of roughly 100k to 2M
  * keys with 64 shards) shares chunks of whole, 2 MB-aligned pages with
  * the other shards' tables of its size, advised for transparent huge pages
- * (madvise), and larger tables are advised where they lie: a lookup then
- * misses the TLB less. A chunk's allocation is 2 MB longer than the chunk,
- * to align it; that room is handed back to the system (MADV_DONTNEED)
- * unused, and so are a chunk's pages before the chunk is freed. The
- * chunks' empty slots count in the stats' bytes. With max_bytes set every
- * table is an allocation of its own, as the cap is kept per shard.
+ * (madvise); a larger table is an allocation of its own that starts on a
+ * 2 MB boundary, advised likewise (and, without max_bytes, rounded up to
+ * whole 2 MB pages when that adds at most a sixteenth, all of it used as
+ * buckets): a lookup then misses the TLB less. Each such allocation is
+ * 2 MB longer than what it holds, to align it; that room is handed back
+ * to the system (MADV_DONTNEED) unused and not counted, and a table's or
+ * chunk's pages are handed back before it is freed. The chunks' empty
+ * slots count in the stats' bytes. With max_bytes set, tables below 1 MB
+ * are each an allocation of their own, as the cap is kept per shard.
  *
  * Returns WEIR_OK; WEIR_EINVAL (NULL ctx/out, bad opts->size, shards not a
  * power of two or too many); WEIR_ENOMEM; WEIR_EIO when no random seed

@@ -10,19 +10,17 @@
  * lookup. Two keys would share an entry only if those 88 bits agreed: under
  * a secret seed, about one chance in 10^26 per comparison, so the store keeps
  * no key bytes at all and every entry has one size whatever the key's
- * length. A bucket is four 32-byte entries, 128 bytes aligned to 128 (two
- * cache lines the adjacent-line prefetcher fetches together); the 16-byte
- * states of the fixed-size algorithms live inside the entry, larger states
- * out of line. A lookup reads at most two buckets whose addresses come
- * straight from the hash, so the two fetches overlap: about one memory
- * latency per decision, where a chained table pays one per link. A new key
- * goes to its first bucket when that has room, so most lookups end there.
- * Inserting into two full buckets moves entries along a short random cuckoo
- * path to their other bucket; the table grows by a quarter when it is 95%
- * full, so it stays above 76% full: 34-42 bytes per key. (Buckets of two
- * entries, one line each, were measured: batches took 0.92-0.97 of their
- * time, but inserts 1.4x theirs and a key 16% more memory; see
- * docs/BENCHMARKS.md.)
+ * length. A bucket is two 32-byte entries, one cache line aligned to 64;
+ * the 16-byte states of the fixed-size algorithms live inside the entry,
+ * larger states out of line. A lookup reads at most two buckets whose
+ * addresses come straight from the hash, so the two fetches overlap: about
+ * one memory latency per decision, where a chained table pays one per
+ * link, and two lines in all (buckets of four entries on two lines each
+ * made it four lines, and took 1.05-1.37x the time: docs/BENCHMARKS.md). A
+ * new key goes to its first bucket when that has room, so most lookups end
+ * there. Inserting into two full buckets moves entries along a short
+ * random cuckoo path to their other bucket; the table grows by a quarter
+ * when it is 90% full, so it stays above 72% full: 36-50 bytes per key.
  *
  * Expiry. Every decision tells how long until the key is back at rest (a
  * fresh state would decide the same); the entry keeps that time in ticks of
@@ -36,7 +34,7 @@
  * the shard remembers a lower bound on the earliest rest tick), and only if
  * none is at rest evicts active keys, preferring keys under their limit to
  * keys over it. At the cap the table does not grow; a key whose two buckets
- * stay full takes the place of the best victim among their eight entries.
+ * stay full takes the place of the best victim among their four entries.
  *
  * Invariants (per shard, under its lock): every live entry (algo != 0) sits
  * in one of its two buckets; no digest has two live entries; count = live
@@ -46,7 +44,6 @@
  */
 #define _GNU_SOURCE
 #include <string.h>
-#include <sys/mman.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -58,17 +55,19 @@
 #include "store/store.h"
 #include "store/table_arena.h"
 
-#define SLOTS 4u
+#define SLOTS 2u
 #define SECRET_BYTES 192u
 /* What the allocator spends beyond the bytes asked for (glibc: 8-16). */
 #define ALLOC_OVERHEAD 16u
 #define MIN_BUCKETS 4u
 #define MAX_BUCKETS (1u << 28)
-/* Grow at 95% full, by a quarter: the table stays between 76% and 95%. */
-#define MAX_LOAD_PCT 95u
+/* Grow at 90% full (a two-choice table of two-slot buckets fills to about
+ * 89.7% before its cuckoo paths grow long), by a quarter: the table stays
+ * between 72% and 90% full. */
+#define MAX_LOAD_PCT 90u
 #define GROW_PCT 125u
 /* A table its keys do not fit (a few keys sharing both buckets, likeliest
- * while the table is small) is tried again twice as large, up to this
+ * while the table is small) is tried again a quarter larger, up to this
  * many times: a store without a cap never evicts a key for want of a
  * cuckoo path. */
 #define GROW_TRIES 8
@@ -84,8 +83,7 @@
 #define NO_REST UINT32_MAX
 /* Rest times are kept in ticks of 2^TICK_SHIFT microseconds. */
 #define TICK_SHIFT 20
-#define HUGE_PAGE (2u << 20)
-#define BUCKET_ALIGN 128u
+#define BUCKET_ALIGN 64u
 
 /* The low byte of entry.check: the algorithm (0 marks a free slot) and the
  * flags; the upper 24 bits: more of the key's digest. */
@@ -114,7 +112,7 @@ typedef struct bucket {
     _Alignas(BUCKET_ALIGN) entry e[SLOTS];
 } bucket;
 
-_Static_assert(sizeof(bucket) == BUCKET_ALIGN, "a bucket is two cache lines");
+_Static_assert(sizeof(bucket) == BUCKET_ALIGN, "a bucket is one cache line");
 
 /* What a key is known by: the shard's bits are implicit in the shard. */
 typedef struct digest {
@@ -447,29 +445,24 @@ static bool in_arena(const memstore *ms, uint32_t nb)
 }
 
 /* A zeroed table of at least *nb buckets; *nb is set to its size (an
- * arena table fills its slot). */
+ * arena table fills its slot, a large one may be rounded up to whole huge
+ * pages). Tables are read at random, so those past the TLB's reach are
+ * put on huge pages: mid-sized ones in the arena, large ones aligned to
+ * one. A large table is rounded up only without a cap, which grow()
+ * checked for the size asked. */
 static bucket *alloc_table(memstore *ms, uint32_t *nb, void **raw)
 {
-    if (in_arena(ms, *nb)) {
-        size_t tb = (size_t)*nb * sizeof(bucket);
-        *raw = weir__arena_alloc(ms->arena, &tb);
+    size_t tb = (size_t)*nb * sizeof(bucket);
+    if (in_arena(ms, *nb) || weir__table_is_large(tb)) {
+        bucket *t = in_arena(ms, *nb)
+                        ? (*raw = weir__arena_alloc(ms->arena, &tb))
+                        : weir__table_alloc_large(ms->base.ctx, &tb, !ms->shard_cap, raw);
         *nb = (uint32_t)(tb / sizeof(bucket));
-        return *raw;
+        return t;
     }
-    size_t bytes = (size_t)*nb * sizeof(bucket) + BUCKET_ALIGN;
-    *raw = weir__calloc(ms->base.ctx, 1, bytes);
+    *raw = weir__calloc(ms->base.ctx, 1, tb + BUCKET_ALIGN);
     if (!*raw)
         return NULL;
-#ifdef MADV_HUGEPAGE
-    /* Large tables are read at random: huge pages spare a TLB miss per
-     * lookup where the system grants them (a hint; failure is harmless). */
-    if (bytes >= 2 * HUGE_PAGE) {
-        uintptr_t lo = ((uintptr_t)*raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-        uintptr_t hi = ((uintptr_t)*raw + bytes) & ~(uintptr_t)(HUGE_PAGE - 1);
-        if (hi > lo)
-            madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
-    }
-#endif
     uintptr_t mask = BUCKET_ALIGN - 1u;
     return (bucket *)(((uintptr_t)*raw + mask) & ~mask);
 }
@@ -477,8 +470,11 @@ static bucket *alloc_table(memstore *ms, uint32_t *nb, void **raw)
 /* Free a table of nb buckets made by alloc_table(). */
 static void free_table(memstore *ms, void *raw, uint32_t nb)
 {
+    size_t tb = (size_t)nb * sizeof(bucket);
     if (in_arena(ms, nb))
-        weir__arena_release(ms->arena, raw, (size_t)nb * sizeof(bucket));
+        weir__arena_release(ms->arena, raw, tb);
+    else if (weir__table_is_large(tb))
+        weir__table_free_large(ms->base.ctx, raw, tb);
     else
         weir__free(ms->base.ctx, raw);
 }
@@ -560,14 +556,14 @@ static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
     return true;
 }
 
-/* Grow by GROW_PCT (twice as much again each time the entries do not
+/* Grow by GROW_PCT (and by as much again each time the entries do not
  * fit), unless that would cross the cap with `extra` bytes still to come:
  * old and new tables both exist while entries move. */
 static bool grow(memstore *ms, shard *sh, uint64_t extra)
 {
     uint64_t nb = sh->nbuckets;
     for (int tries = 0; tries < GROW_TRIES; tries++) {
-        nb = tries == 0 ? nb * GROW_PCT / 100 + 1 : nb * 2;
+        nb = nb * GROW_PCT / 100 + 1;
         if (nb > MAX_BUCKETS)
             return false;
         if (ms->shard_cap && sh->bytes + table_cost((uint32_t)nb) + extra > ms->shard_cap)
@@ -580,7 +576,7 @@ static bool grow(memstore *ms, shard *sh, uint64_t extra)
 
 /* A free slot for a key with this hash: grow at MAX_LOAD_PCT full, search
  * a cuckoo path, and at the cap clear keys at rest or evict the best of the
- * eight entries in the key's two buckets. */
+ * four entries in the key's two buckets. */
 static entry *claim_slot(memstore *ms, shard *sh, uint64_t tag, uint32_t now_tick, uint64_t extra)
 {
     if ((uint64_t)(sh->count + 1) * 100 > (uint64_t)nslots(sh) * MAX_LOAD_PCT)

@@ -4,7 +4,9 @@
  * Hand-written rather than left to malloc: malloc places a block of this
  * size in a mapping of its own at an address of its choosing, so no
  * allocator call can ask for "with the other tables of its size, on one
- * 2 MB-aligned page", which is the whole point. The arena is small on
+ * 2 MB-aligned page", which is the whole point. (aligned_alloc() could
+ * align a large table, but not through the context's allocator, and its
+ * room could not be given back.) The arena is small on
  * purpose: a chunk holds 2 to 32 slots of one size, marked in one word,
  * and a store has a few dozen chunks at most, found by a short walk.
  *
@@ -64,6 +66,13 @@ static void give_back(void *lo, void *hi)
               b = (uintptr_t)hi & ~(page - 1u);
     if (b > a)
         madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
+/* A pointer rounded up to the next huge page boundary. */
+static char *huge_aligned(void *p)
+{
+    uintptr_t mask = WEIR__ARENA_CHUNK_BYTES - 1u;
+    return (char *)(((uintptr_t)p + mask) & ~mask);
 }
 
 /* The chunk's pages go back to the system first: an allocator that keeps
@@ -128,7 +137,7 @@ static shape shape_of(size_t bytes)
 /* A new chunk of this shape, first on the list; NULL when out of memory.
  * The allocation is a page longer than the chunk, so that it holds a
  * 2 MB-aligned chunk wherever it starts; its bytes outside the chunk are
- * never used, and given back. */
+ * never used. */
 static chunk *chunk_new(weir__arena *a, shape sh)
 {
     chunk *c = weir__calloc(a->ctx, 1, sizeof(*c));
@@ -140,10 +149,10 @@ static chunk *chunk_new(weir__arena *a, shape sh)
         weir__free(a->ctx, c);
         return NULL;
     }
-    uintptr_t mask = WEIR__ARENA_CHUNK_BYTES - 1u;
-    c->base = (char *)(((uintptr_t)c->raw + mask) & ~mask);
-    give_back(c->raw, c->base);
-    give_back(c->base + c->span, (char *)c->raw + c->span + WEIR__ARENA_CHUNK_BYTES);
+    c->base = huge_aligned(c->raw);
+    /* all of it, the chunk too (each slot is zeroed when handed out): see
+     * weir__table_alloc_large() */
+    give_back(c->raw, (char *)c->raw + c->span + WEIR__ARENA_CHUNK_BYTES);
 #ifdef MADV_HUGEPAGE
     /* a hint: where the system grants no huge page, 4 KB pages serve */
     madvise(c->base, c->span, MADV_HUGEPAGE);
@@ -202,6 +211,37 @@ void weir__arena_release(weir__arena *a, void *table, size_t bytes)
         break;
     }
     pthread_mutex_unlock(&a->mu);
+}
+
+void *weir__table_alloc_large(weir_ctx *ctx, size_t *bytes, bool round, void **raw)
+{
+    size_t want = *bytes, huge = WEIR__ARENA_CHUNK_BYTES;
+    size_t whole = (want + huge - 1u) / huge * huge;
+    if (round && (whole - want) * 16u <= whole)
+        want = whole;
+    if (want > SIZE_MAX - huge || !(*raw = weir__malloc(ctx, want + huge)))
+        return NULL;
+    char *t = huge_aligned(*raw);
+    /* All of it, the table too: memory the allocator recycles may be
+     * resident on 4 KB pages, which advice would not replace. Touched
+     * again below, the table's pages come fresh, huge where granted. */
+    give_back(*raw, (char *)*raw + want + huge);
+#ifdef MADV_HUGEPAGE
+    /* a hint: where the system grants no huge page, 4 KB pages serve */
+    madvise(t, want, MADV_HUGEPAGE);
+#endif
+    memset(t, 0, want);
+    *bytes = want;
+    return t;
+}
+
+void weir__table_free_large(weir_ctx *ctx, void *raw, size_t bytes)
+{
+    if (!raw)
+        return;
+    char *t = huge_aligned(raw);
+    give_back(t, t + bytes);
+    weir__free(ctx, raw);
 }
 
 uint64_t weir__arena_slack(weir__arena *a)

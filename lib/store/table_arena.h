@@ -14,7 +14,8 @@
  * is, and its pages are given back to the system first.
  *
  * Sizes from WEIR__ARENA_MIN_BYTES to WEIR__ARENA_MAX_BYTES only; the
- * caller allocates the others itself. The slots of a chunk not holding a
+ * caller allocates smaller tables itself, and larger ones with
+ * weir__table_alloc_large() (below). The slots of a chunk not holding a
  * table are the arena's slack, which the store reports in its bytes.
  * Memory comes from the context's allocator: each chunk's allocation is a
  * page longer than the chunk, to align it, and that room is given back to
@@ -63,5 +64,28 @@ void weir__arena_release(weir__arena *a, void *table, size_t bytes);
 
 /** Bytes of chunks not holding a table. */
 uint64_t weir__arena_slack(weir__arena *a);
+
+/** Whether a table of this many bytes is a large one (see below). */
+static inline bool weir__table_is_large(size_t bytes)
+{
+    return bytes > WEIR__ARENA_MAX_BYTES;
+}
+
+/** A zeroed table of at least *@bytes (weir__table_is_large()), in an
+ *  allocation of its own from @ctx's allocator, a huge page longer than
+ *  the table so that the table starts on a 2 MB boundary: every whole
+ *  2 MB of it can be a huge page. It is advised for transparent huge
+ *  pages, and the room around it is given back to the system unused. With
+ *  @round, *@bytes is rounded up to whole huge pages when that adds at
+ *  most a sixteenth (so the table's tail is on a huge page too); it is set
+ *  to the size given, all of which the caller may use. *@raw receives the
+ *  allocation, for weir__table_free_large(). NULL when out of memory. */
+void *weir__table_alloc_large(weir_ctx *ctx, size_t *bytes, bool round, void **raw);
+
+/** Free a table from weir__table_alloc_large() (@bytes as it set them);
+ *  its pages go back to the system first, so that an allocator which
+ *  keeps freed memory (as malloc does below its mapping threshold, which
+ *  rises with the sizes it has freed) does not keep them resident. */
+void weir__table_free_large(weir_ctx *ctx, void *raw, size_t bytes);
 
 #endif /* WEIR_STORE_TABLE_ARENA_H */

@@ -620,42 +620,67 @@ static void bad_options(void **unused)
     weir_ctx_free(ctx);
 }
 
-/* Tables that grow through the sizes the arena holds (64 KB to 1 MB, here
- * one shard's, on two shards of one store) keep every key's state; the
- * bytes reported count the arena's chunks whole (what the allocator
- * holds, headers aside), and freeing the store gives everything back. */
-static void keys_survive_growth_through_shared_pages(void **unused)
+/* Keys "key:0".."key:<n-1>" of a token bucket of 5 an hour: each charged
+ * 1 + i % 3 at time 0, or (look) found with what that left. */
+static void charge_keys(weir_store *st, const weir_limit *lim, int n, bool look)
 {
-    (void)unused;
+    char key[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(key, sizeof(key), "key:%d", i);
+        uint64_t hits = look ? 0 : 1 + (uint64_t)(i % 3);
+        assert_int_equal(take(st, key, lim, 0, hits).remaining, 4 - (uint64_t)(i % 3));
+    }
+}
+
+/* A store of these options grows to n keys of charge_keys(): every key
+ * keeps its state; the bytes reported are what the allocator holds but
+ * for the room some allocations have to align their tables in (between
+ * room_lo and room_hi bytes), which is neither used (it is given back to
+ * the system) nor counted; and freeing the store gives everything back. */
+static void growth_keeps_keys(const weir_memstore_options *o, int n, uint64_t room_lo,
+                              uint64_t room_hi)
+{
     counting_alloc ca;
     weir_ctx *ctx;
     assert_int_equal(counting_ctx_new(&ca, &ctx), WEIR_OK);
-    weir_memstore_options o = {.size = sizeof(o), .shards = 2, .seed = 7};
     weir_store *st;
-    assert_int_equal(weir_memstore_new(ctx, &o, &st), WEIR_OK);
+    assert_int_equal(weir_memstore_new(ctx, o, &st), WEIR_OK);
     weir_limit lim = compile(WEIR_ALGO_TOKEN_BUCKET, 5, 3600 * S);
-    enum { KEYS = 50000 };
-    char key[32];
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(key, sizeof(key), "key:%d", i);
-        assert_int_equal(take(st, key, &lim, 0, 1 + i % 3).remaining, 4 - (uint64_t)(i % 3));
-    }
+    charge_keys(st, &lim, n, false);
     weir_store_stats s = stats(st);
-    assert_int_equal(s.keys, KEYS);
-    /* 25k keys a shard: tables of about 820 KB each, in the arena */
-    assert_true(s.bytes >= (uint64_t)KEYS * 32u);
-    assert_true(s.bytes <= (uint64_t)ca.live_bytes + 4096u);
-    /* each chunk's allocation has a 2 MB page of room to align it in,
-     * allocated but neither used (given back to the system) nor counted */
-    assert_true((uint64_t)ca.live_bytes >= s.bytes + (1u << 20));
-    assert_true((uint64_t)ca.live_bytes <= s.bytes + (4u << 20));
-    for (int i = 0; i < KEYS; i++) {
-        snprintf(key, sizeof(key), "key:%d", i);
-        assert_int_equal(take(st, key, &lim, 0, 0).remaining, 4 - (uint64_t)(i % 3));
-    }
+    assert_int_equal(s.keys, n);
+    assert_int_equal(s.evictions, 0);
+    assert_true(s.bytes >= (uint64_t)n * 32u);
+    assert_true((uint64_t)ca.live_bytes >= s.bytes + room_lo);
+    assert_true((uint64_t)ca.live_bytes <= s.bytes + room_hi);
+    charge_keys(st, &lim, n, true);
     weir_store_free(st);
     weir_ctx_free(ctx);
     assert_int_equal(ca.live_blocks, 0);
+}
+
+/* Tables that grow through the sizes the arena holds (64 KB to 1 MB; 20k
+ * keys a shard make tables of about 800 KB): the bytes count its chunks
+ * whole, and each chunk's allocation has a 2 MB page of room to align it
+ * in. */
+static void keys_survive_growth_through_shared_pages(void **unused)
+{
+    (void)unused;
+    weir_memstore_options o = {.size = sizeof(o), .shards = 2, .seed = 7};
+    growth_keeps_keys(&o, 40000, 1u << 20, 4u << 20);
+}
+
+/* A shard's table past the arena's sizes (here one of about 5 MB) is an
+ * allocation of its own, a huge page longer than the table to align it,
+ * with or without a cap. */
+static void keys_survive_growth_through_large_tables(void **unused)
+{
+    (void)unused;
+    for (int capped = 0; capped < 2; capped++) {
+        weir_memstore_options o = {
+            .size = sizeof(o), .max_bytes = capped ? 256u << 20 : 0, .shards = 1, .seed = 11};
+        growth_keeps_keys(&o, 120000, 1u << 20, 3u << 20);
+    }
 }
 
 static void out_of_memory_loses_nothing(void **unused)
@@ -709,6 +734,7 @@ int main(void)
         cmocka_unit_test(digest_keys),
         cmocka_unit_test(bad_options),
         cmocka_unit_test(keys_survive_growth_through_shared_pages),
+        cmocka_unit_test(keys_survive_growth_through_large_tables),
         cmocka_unit_test(out_of_memory_loses_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

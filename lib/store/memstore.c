@@ -453,18 +453,20 @@ static bool in_arena(const memstore *ms, uint32_t nb)
 static bucket *alloc_table(memstore *ms, uint32_t *nb, void **raw)
 {
     size_t tb = (size_t)*nb * sizeof(bucket);
-    if (in_arena(ms, *nb) || weir__table_is_large(tb)) {
-        bucket *t = in_arena(ms, *nb)
-                        ? (*raw = weir__arena_alloc(ms->arena, &tb))
-                        : weir__table_alloc_large(ms->base.ctx, &tb, !ms->shard_cap, raw);
-        *nb = (uint32_t)(tb / sizeof(bucket));
-        return t;
+    bucket *t;
+    if (in_arena(ms, *nb)) {
+        t = *raw = weir__arena_alloc(ms->arena, &tb);
+    } else if (weir__table_is_large(tb)) {
+        t = weir__table_alloc_large(ms->base.ctx, &tb, !ms->shard_cap, raw);
+    } else {
+        *raw = weir__calloc(ms->base.ctx, 1, tb + BUCKET_ALIGN);
+        if (!*raw)
+            return NULL;
+        uintptr_t mask = BUCKET_ALIGN - 1u;
+        return (bucket *)(((uintptr_t)*raw + mask) & ~mask);
     }
-    *raw = weir__calloc(ms->base.ctx, 1, tb + BUCKET_ALIGN);
-    if (!*raw)
-        return NULL;
-    uintptr_t mask = BUCKET_ALIGN - 1u;
-    return (bucket *)(((uintptr_t)*raw + mask) & ~mask);
+    *nb = (uint32_t)(tb / sizeof(bucket));
+    return t;
 }
 
 /* Free a table of nb buckets made by alloc_table(). */
@@ -969,7 +971,7 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     /* Ask for the lock's line too: when another thread decided in the shard
      * last, its move from that core overlaps the rest of the set-up and
      * the bucket miss. A read prefetch, measured (bench/ab -T): 2T/1T
-     * 1.01-1.05x; a prefetch for writing was worse than none, 0.98-0.99x. */
+     * 1.02-1.04x; a prefetch for writing was no better than none. */
     __builtin_prefetch(&sh->lock, 0);
     /* Find the key's buckets and start fetching them before the lock: a
      * prefetch is not ordered with the lock's locked instruction, so the

@@ -20,6 +20,7 @@
  * overlap the next one once the reorder window is full, "padded" costs far
  * more at 1M keys than with the table in cache.
  */
+#define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

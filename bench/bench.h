@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "timing.h"
 #include "weir/algo.h"
 #include "weir/context.h"
 
@@ -49,9 +50,6 @@ bench_key *bench_stream_new(uint64_t nkeys, size_t n, uint64_t seed);
 
 /* splitmix64: the next number of the sequence in *state. */
 uint64_t bench_rand(uint64_t *state);
-
-/* Monotonic seconds. */
-double bench_now_s(void);
 
 /* Resident set size of this process in bytes, 0 if unknown. */
 uint64_t bench_rss_bytes(void);

@@ -4,6 +4,7 @@
  * as one JSON object. Only what was measured is printed; targets are judged
  * only at the full key counts (1M and 10M), never in a --quick run.
  */
+#define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>

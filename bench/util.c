@@ -47,13 +47,6 @@ bench_key *bench_stream_new(uint64_t nkeys, size_t n, uint64_t seed)
     return s;
 }
 
-double bench_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 uint64_t bench_rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
@@ -74,18 +67,12 @@ void bench_trim(void)
 #endif
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 bench_stat bench_stat_of(double *v, size_t n)
 {
     bench_stat s = {0, 0, 0, false};
     if (n == 0)
         return s;
-    qsort(v, n, sizeof(*v), cmp_double);
+    bench_sort(v, n);
     s.min = v[0];
     s.max = v[n - 1];
     s.med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;

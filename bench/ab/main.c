@@ -24,33 +24,22 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "../timing.h"
+
 int ab_setup_A(void);
 int ab_setup_B(void);
 void ab_run_A(uint32_t from, uint32_t n);
 void ab_run_B(uint32_t from, uint32_t n);
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Seconds that side (0: A, 1: B) takes for n requests from `from`. */
 static double timed(int side, uint32_t from, uint32_t n)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (side)
         ab_run_B(from, n);
     else
         ab_run_A(from, n);
-    return now_s() - t0;
+    return bench_now_s() - t0;
 }
 
 /* The second thread's part of the stream starts this far on. */
@@ -78,7 +67,7 @@ static double scaling(int side, uint32_t from, uint32_t n)
     double t1 = timed(side, from, n);
     part other = {side, from + OTHER_PART, n};
     pthread_t th;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     if (pthread_create(&th, NULL, run_part, &other) != 0)
         return -1;
     if (side)
@@ -86,7 +75,7 @@ static double scaling(int side, uint32_t from, uint32_t n)
     else
         ab_run_A(from, n);
     pthread_join(th, NULL);
-    return 2 * t1 / (now_s() - t0);
+    return 2 * t1 / (bench_now_s() - t0);
 }
 
 static int compare_scaling(int blocks, uint32_t n)
@@ -107,9 +96,9 @@ static int compare_scaling(int blocks, uint32_t n)
         b[i] = first ? s_first : s_second;
         r[i] = b[i] / a[i];
     }
-    qsort(a, (size_t)blocks, sizeof(*a), cmp_double);
-    qsort(b, (size_t)blocks, sizeof(*b), cmp_double);
-    qsort(r, (size_t)blocks, sizeof(*r), cmp_double);
+    bench_sort(a, (size_t)blocks);
+    bench_sort(b, (size_t)blocks);
+    bench_sort(r, (size_t)blocks);
     printf("2T/1T: A %.3f [quartiles %.3f %.3f]  B %.3f [quartiles %.3f %.3f]  B/A %.3f  "
            "(%d blocks of %u requests a thread)\n",
            a[blocks / 2], a[blocks / 4], a[3 * blocks / 4], b[blocks / 2], b[blocks / 4],
@@ -156,9 +145,9 @@ int main(int argc, char **argv)
         ta += da;
         tb += db;
     }
-    qsort(a, (size_t)blocks, sizeof(*a), cmp_double);
-    qsort(b, (size_t)blocks, sizeof(*b), cmp_double);
-    qsort(r, (size_t)blocks, sizeof(*r), cmp_double);
+    bench_sort(a, (size_t)blocks);
+    bench_sort(b, (size_t)blocks);
+    bench_sort(r, (size_t)blocks);
     printf("A %.1f ns (p10 %.1f)  B %.1f ns (p10 %.1f)  B/A %.3f [quartiles %.3f %.3f], "
            "totals %.3f  (%d blocks of %u requests)\n",
            a[blocks / 2], a[blocks / 10], b[blocks / 2], b[blocks / 10], r[blocks / 2],

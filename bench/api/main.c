@@ -21,30 +21,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "../timing.h"
 #include "api/api.h"
 
 #define REPS 5
 #define N 500000u
 #define VARIANTS 64u
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
 
 typedef struct body {
     char text[512];
@@ -114,7 +96,7 @@ static int bench(weir_api_decoder *d, int kind, const char *what)
     double v[REPS];
     size_t entries = 0;
     for (int pass = -1; pass < REPS; pass++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         unsigned n = pass < 0 ? N / 10 : N;
         for (unsigned i = 0; i < n; i++) {
             if (!decode(d, kind, &bodies[i % VARIANTS], &err)) {
@@ -125,13 +107,13 @@ static int bench(weir_api_decoder *d, int kind, const char *what)
             entries += r->descriptors[r->n_descriptors - 1].n_entries;
         }
         if (pass >= 0)
-            v[pass] = (now_s() - t0) * 1e9 / n;
+            v[pass] = (bench_now_s() - t0) * 1e9 / n;
     }
     printf("%-6s %-52s %7.1f ns per decode (median of %d, %zu bytes)\n", what,
            kind == CHECK  ? "POST /v1/check, 3 descriptors"
            : kind == JSON ? "POST /json, 3 descriptors, limit, quoted ints"
                           : "GET /v1/check, 2 entries + 1 header",
-           median(v, REPS), REPS, bodies[0].len);
+           bench_median(v, REPS), REPS, bodies[0].len);
     return entries == 0;
 }
 

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../timing.h"
 #include "weir/weir.h"
 #include "workload.h"
 
@@ -31,25 +32,6 @@
 #endif
 #define LOAD_RULES 10000u
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return v[n / 2];
-}
-
 static int bench_engine(weir_ctx *ctx)
 {
     workload w;
@@ -57,13 +39,13 @@ static int bench_engine(weir_ctx *ctx)
         return 1;
     double v[REPS];
     for (int pass = 0; pass < REPS; pass++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         workload_run(&w, 0, OPS);
-        v[pass] = (now_s() - t0) * 1e9 / OPS;
+        v[pass] = (bench_now_s() - t0) * 1e9 / OPS;
     }
     printf("engine    3 descriptors, 3 limits, %u random users: %.1f ns per request "
            "(median of %d), %llu over limit\n",
-           USERS, median(v, REPS), REPS, (unsigned long long)w.over);
+           USERS, bench_median(v, REPS), REPS, (unsigned long long)w.over);
     weir_store_stats ss;
     weir_store_stats_get(w.store, &ss);
     printf("          store: %llu keys, %.1f bytes per key\n", (unsigned long long)ss.keys,
@@ -85,7 +67,7 @@ static int bench_load(weir_ctx *ctx)
                                 i, 10 + i % 1000);
     double v[REPS];
     for (int r = 0; r < REPS; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         weir_rules *rules;
         weir_store *store;
         weir_memstore_new(ctx, NULL, &store);
@@ -95,13 +77,13 @@ static int bench_load(weir_ctx *ctx)
         weir_engine *engine;
         if (weir_engine_new(ctx, &eo, rules, &engine) != WEIR_OK)
             return 1;
-        v[r] = (now_s() - t0) * 1e3;
+        v[r] = (bench_now_s() - t0) * 1e3;
         weir_engine_free(engine);
         weir_store_free(store);
     }
     printf("load      %u descriptors (%u limits, %zu bytes of YAML), parsed and compiled: "
            "%.1f ms (median of %d)\n",
-           2 * LOAD_RULES, LOAD_RULES, len, median(v, REPS), REPS);
+           2 * LOAD_RULES, LOAD_RULES, len, bench_median(v, REPS), REPS);
     free(yaml);
     return 0;
 }

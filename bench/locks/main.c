@@ -35,6 +35,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../timing.h"
+
 #define REPS 5
 #define RUN_S 0.6
 #define STREAM 4000000u
@@ -68,13 +70,6 @@ static uint64_t secret_seed = 0x9e3779b97f4a7c15ull;
  * drains 1 per microsecond (the arithmetic of lib/algo/bucket.c). */
 #define UNIT 10000
 #define CAPACITY (100 * UNIT)
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static uint64_t rng(uint64_t *s)
 {
@@ -150,7 +145,7 @@ static void *worker_main(void *arg)
     pthread_barrier_wait(w->start);
     uint64_t n = 0, ok = 0;
     int64_t now_us = 1;
-    double end = now_s() + w->seconds;
+    double end = bench_now_s() + w->seconds;
     for (;;) {
         /* check the clock every 4096 decisions */
         for (unsigned k = 0; k < 4096; k++, n++) {
@@ -173,7 +168,7 @@ static void *worker_main(void *arg)
                 break;
             }
         }
-        if (now_s() >= end)
+        if (bench_now_s() >= end)
             break;
     }
     w->decisions = n;
@@ -201,21 +196,15 @@ static double run(mode m, unsigned nt, char (*streams[2])[KEY_BYTES])
         }
     }
     pthread_barrier_wait(&start);
-    double t0 = now_s();
+    double t0 = bench_now_s();
     uint64_t total = 0;
     for (unsigned i = 0; i < nt; i++) {
         pthread_join(w[i].tid, NULL);
         total += w[i].decisions;
     }
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     pthread_barrier_destroy(&start);
     return (double)total / dt;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -261,8 +250,8 @@ int main(int argc, char **argv)
             one[r] = run((mode)m, 1, streams);
             two[r] = run((mode)m, 2, streams);
         }
-        qsort(one, REPS, sizeof(double), cmp_double);
-        qsort(two, REPS, sizeof(double), cmp_double);
+        bench_sort(one, REPS);
+        bench_sort(two, REPS);
         printf("%-8s %13.2fM %13.2fM %7.2fx\n", mode_names[m], one[REPS / 2] / 1e6,
                two[REPS / 2] / 1e6, two[REPS / 2] / one[REPS / 2]);
     }

@@ -735,6 +735,22 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
     op->status = st;
 }
 
+/* The common case, a TAKE on a key that exists under the same limit,
+ * decided straight into `res`; false when it is not that case and the
+ * general way (run_locked()) must decide. The shard is locked. */
+static inline bool take_existing(shard *sh, entry *e, const weir_limit *lim, int64_t now_us,
+                                 uint64_t hits, weir_result *res, weir_status *st)
+{
+    if (!e || !state_matches(e, lim))
+        return false;
+    int64_t tnow = shard_now(sh, now_us);
+    void *state = entry_state(e);
+    *st = weir__decide(lim, state, state, tnow, hits, res);
+    if (*st == WEIR_OK)
+        note_decision(sh, e, tnow, res);
+    return true;
+}
+
 /* Fetch the key's two buckets ahead of its turn. The table pointer is read
  * without the lock: a table being replaced is only prefetched, never read. */
 static void prefetch_buckets(memstore *ms, const digest *d)
@@ -780,8 +796,11 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
                 continue;
             const digest *d = &ring[k % PF_RING];
             shard *sh = &ms->shards[d->shard];
+            weir_op *op = &ops[k];
             weir__spin_lock(&sh->lock);
-            run_locked(ms, sh, &ops[k], d, now_us);
+            if (op->kind != WEIR_OP_TAKE || !take_existing(sh, find(sh, d), op->limit, now_us,
+                                                           op->hits, &op->result, &op->status))
+                run_locked(ms, sh, op, d, now_us);
             weir__spin_unlock(&sh->lock);
         }
     }
@@ -984,14 +1003,8 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     prefetch_pair(&t[b1], &t[b2]);
     weir__spin_lock(&sh->lock);
     entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], &d) : find(sh, &d);
-    /* The common case, a key that exists under the same limit, decides
-     * straight into the caller's result; the rest goes the general way. */
-    if (e && state_matches(e, lim)) {
-        int64_t tnow = shard_now(sh, now_us);
-        void *state = entry_state(e);
-        weir_status st = weir__decide(lim, state, state, tnow, hits, res);
-        if (st == WEIR_OK)
-            note_decision(sh, e, tnow, res);
+    weir_status st;
+    if (take_existing(sh, e, lim, now_us, hits, res, &st)) {
         weir__spin_unlock(&sh->lock);
         return st;
     }

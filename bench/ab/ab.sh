@@ -5,14 +5,15 @@
 # falls on both alike. On a shared machine whose speed moves by 2x from one
 # minute to the next, this is how a change to a hot path is measured.
 #
-#   bench/ab/ab.sh [-t | -B | -T] [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
+#   bench/ab/ab.sh [-t | -B | -T | -o] [-u USERS] [-r ROUNDS] [-b BLOCKS] A B
 #
 # A and B are git revisions of this repository (HEAD, main~1, a hash...),
 # `.` for the working tree as it is, or the path of a built libweir.a.
 # -t measures weir_memstore_take() alone (a token bucket per user, as
 # weir-bench's single column) instead of the engine's decide(); -B its
 # batch call, weir_memstore_run() with 64 independent ops per call; -T
-# the scaling of the single call from one thread to two (2T/1T).
+# the scaling of the single call from one thread to two (2T/1T); -o the
+# engine's workload with the user's limit overridden by every request.
 # USERS defaults to 1000000 (10000 keeps every counter in the caches),
 # ROUNDS (separate processes, one line each, B set up first in every
 # second) to 4, BLOCKS (pairs of 20,000 requests per process) to 200. Release builds (-O3 -DNDEBUG) go
@@ -20,19 +21,20 @@
 set -euo pipefail
 
 users=1000000 rounds=4 blocks=200 workload= what= threads=1
-while getopts "tBTu:r:b:" opt; do
+while getopts "tBTou:r:b:" opt; do
     case $opt in
     t) workload=-DTAKE what=", weir_memstore_take" ;;
     B) workload="-DTAKE -DBATCH" what=", weir_memstore_run (64 ops per call)" ;;
     T) workload=-DTAKE what=", weir_memstore_take on 1 and 2 threads" threads=2 ;;
+    o) workload=-DOVERRIDE what=", the user's limit overridden" ;;
     u) users=$OPTARG ;;
     r) rounds=$OPTARG ;;
     b) blocks=$OPTARG ;;
-    *) sed -n '2,21p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,20p' "$0" >&2; exit 2 ;;
     esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '2,21p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,20p' "$0" >&2; exit 2; }
 
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)

@@ -107,7 +107,11 @@ int CAT(ab_setup_, SIDE)(void)
 #endif
     return 0;
 #else
-    return workload_make(ctx, &w, USERS, STREAM) != 0;
+#ifdef OVERRIDE
+    return workload_make(ctx, &w, USERS, STREAM, &workload_override) != 0;
+#else
+    return workload_make(ctx, &w, USERS, STREAM, NULL) != 0;
+#endif
 #endif
 }
 

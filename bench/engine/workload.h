@@ -48,7 +48,12 @@ typedef struct workload {
     uint8_t *users_len, *stream_len;
     int64_t t_us; /* +1 us per request */
     uint64_t over;
+    const weir_limit_override *user_override; /* NULL: the configured limit */
 } workload;
+
+/* The user's limit as a request may override it (Envoy's descriptor
+ * `limit`): twice the configured one, so no user goes over it either. */
+static const weir_limit_override workload_override = {2000, WEIR_UNIT_HOUR};
 
 static inline uint64_t workload_rng(uint64_t *s)
 {
@@ -76,8 +81,9 @@ static inline void workload_decide(workload *w, workload_name *names, const uint
     weir_code overall = WEIR_CODE_OK;
     for (uint32_t i = from; i < from + n; i++) {
         weir_entry user[] = {{"user", 4, names[i], lens[i]}};
-        weir_descriptor d[3] = {
-            {user, 1, false, 0, NULL}, {path, 1, false, 0, NULL}, {plan, 1, false, 0, NULL}};
+        weir_descriptor d[3] = {{user, 1, false, 0, w->user_override},
+                                {path, 1, false, 0, NULL},
+                                {plan, 1, false, 0, NULL}};
         weir_request req = {"api", 3, d, 3, 1};
         weir_engine_decide(w->reader, &req, w->t_us++, st, workload_on_decided, &overall);
         w->over += overall != WEIR_CODE_OK;
@@ -115,10 +121,13 @@ static inline int workload_names(workload *w, uint32_t n_users, uint32_t n_strea
 }
 
 /* Rules, memory store, engine, the names (workload_names()), and the
- * warm-up: every user decided once. 0 on success. */
-static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream)
+ * warm-up: every user decided once. With `user_override`, every request
+ * overrides the user's limit. 0 on success. */
+static inline int workload_make(weir_ctx *ctx, workload *w, uint32_t n_users, uint32_t n_stream,
+                                const weir_limit_override *user_override)
 {
     memset(w, 0, sizeof(*w));
+    w->user_override = user_override;
     weir_rules *rules;
     if (weir_rules_parse(ctx, "bench.yaml", workload_rules, strlen(workload_rules), NULL, &rules,
                          NULL, 0, NULL) != WEIR_OK ||

@@ -54,6 +54,18 @@ struct weir_engine {
 
 typedef struct decision decision;
 
+/* Overrides a reader keeps compiled (a power of two). */
+#define OVERRIDE_SLOTS 8u
+
+/* An override as compiled for one configured limit: keyed by every field
+ * of the spec, not by the limit, so a reload that frees a limit and makes
+ * another at its address finds nothing stale. */
+typedef struct override_slot {
+    bool used;
+    weir_limit_spec spec;
+    weir_limit compiled;
+} override_slot;
+
 struct weir_engine_reader {
     weir_engine *engine;
     weir__snap_reader *snap;
@@ -69,6 +81,7 @@ struct weir_engine_reader {
     decision *own;
     const ruleset *cur; /* the rules of the depth-0 decision */
     char scratch[WEIR_MAX_KEY_BYTES];
+    override_slot overrides[OVERRIDE_SLOTS]; /* direct-mapped by the spec */
 };
 
 /* One limit of the request to decide. */
@@ -501,9 +514,38 @@ static weir_status check_descriptor(const weir_descriptor *d)
     return WEIR_OK;
 }
 
+static bool same_spec(const weir_limit_spec *a, const weir_limit_spec *b)
+{
+    return a->algorithm == b->algorithm && a->limit == b->limit && a->window_us == b->window_us &&
+           a->burst == b->burst && a->sub_windows == b->sub_windows;
+}
+
+/* weir_limit_compile() through the reader's slots: a proxy sends the same
+ * few overrides again and again, and compiling one takes several 64-bit
+ * divisions (a gcd and three reciprocals), about 250 instructions. */
+static weir_status compile_override(weir_engine_reader *rd, const weir_limit_spec *spec,
+                                    weir_limit *out)
+{
+    uint64_t h = (spec->limit * 0x9e3779b97f4a7c15ull) ^
+                 ((uint64_t)spec->window_us * 0xbf58476d1ce4e5b9ull) ^ (uint64_t)spec->algorithm;
+    override_slot *slot = &rd->overrides[(h >> 32) & (OVERRIDE_SLOTS - 1u)];
+    if (slot->used && same_spec(&slot->spec, spec)) {
+        *out = slot->compiled;
+        return WEIR_OK;
+    }
+    weir_status st = weir_limit_compile(spec, out);
+    if (st == WEIR_OK) {
+        slot->used = true;
+        slot->spec = *spec;
+        slot->compiled = *out;
+    }
+    return st;
+}
+
 /* The effective limit: as configured, or the request's override with the
  * configured algorithm. */
-static weir_status effective(const weir_rule_limit *l, const weir_limit_override *o, pending *p)
+static weir_status effective(weir_engine_reader *rd, const weir_rule_limit *l,
+                             const weir_limit_override *o, pending *p)
 {
     if (!o) {
         p->lim = &l->compiled;
@@ -520,7 +562,7 @@ static weir_status effective(const weir_rule_limit *l, const weir_limit_override
     if (l->algorithm == WEIR_ALGO_SLIDING_COUNTER && l->sub_windows &&
         spec.window_us % l->sub_windows == 0)
         spec.sub_windows = l->sub_windows;
-    weir_status st = weir_limit_compile(&spec, &p->eff);
+    weir_status st = compile_override(rd, &spec, &p->eff);
     if (st != WEIR_OK)
         return st == WEIR_EINVAL ? WEIR_ERANGE : st;
     p->lim = &p->eff;
@@ -831,7 +873,7 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             p->dropped = false;
             p->hits = hits;
             p->kind = kind;
-            if ((st = effective(l, desc->limit, p)) != WEIR_OK)
+            if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
                 return st;
             unsigned char *key = dc->keys[dc->n_pending];
             if (lp[i].fixed && !desc->limit) {

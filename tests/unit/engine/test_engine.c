@@ -298,6 +298,48 @@ static void shadow_replaces_unlimited_override(void **unused)
     close_world(&w);
 }
 
+/* A reader keeps overrides compiled: the same override on limits of two
+ * algorithms is compiled for each, and more overrides in turn than a
+ * reader keeps each decide with their own limit and counter. */
+static void overrides_kept_compiled_stay_exact(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w,
+               "domain: d\n"
+               "descriptors:\n"
+               "  - key: tb\n"
+               "    rate_limit: {unit: hour, requests_per_unit: 1000, algorithm: token_bucket}\n"
+               "  - key: gc\n"
+               "    rate_limit: {unit: hour, requests_per_unit: 1000, algorithm: gcra}\n");
+    weir_descriptor_status st[1];
+    weir_entry tb[] = {E("tb", "x")}, gc[] = {E("gc", "x")};
+    weir_limit_override ten = {10, WEIR_UNIT_MINUTE};
+    weir_descriptor dtb = {tb, 1, false, 0, &ten}, dgc = {gc, 1, false, 0, &ten};
+    /* the token bucket's burst is the limit, GCRA's one request */
+    assert_int_equal(decide(&w, "d", &dtb, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 9);
+    assert_int_equal(decide(&w, "d", &dgc, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 0);
+    assert_int_equal(decide(&w, "d", &dgc, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(decide(&w, "d", &dtb, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 8);
+
+    weir_limit_override ov[24];
+    for (uint32_t i = 0; i < 24; i++)
+        ov[i] = (weir_limit_override){20 + i, i % 2 ? WEIR_UNIT_HOUR : WEIR_UNIT_DAY};
+    for (uint32_t round = 0; round < 3; round++) {
+        for (uint32_t i = 0; i < 24; i++) {
+            weir_descriptor d = {tb, 1, false, 0, &ov[i]};
+            assert_int_equal(decide(&w, "d", &d, 1, 0, 0, st), WEIR_CODE_OK);
+            assert_int_equal(st[0].requests_per_unit, 20 + i);
+            assert_int_equal(st[0].unit, ov[i].unit);
+            assert_int_equal(st[0].remaining, 20 + i - 1 - round);
+        }
+    }
+    close_world(&w);
+}
+
 /* A limit under exact values only has one counter for every request (its
  * digest is computed once, when the rules are loaded); an override still
  * gets a counter of its own, and a level that counts values apart still
@@ -579,6 +621,7 @@ int main(void)
         cmocka_unit_test(bad_descriptor_after_good_ones_charges_nothing),
         cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),
+        cmocka_unit_test(overrides_kept_compiled_stay_exact),
         cmocka_unit_test(fixed_and_per_value_counters),
         cmocka_unit_test(quota_and_shadow_beside_enforcing),
         cmocka_unit_test(reload_keeps_unchanged_counters),

@@ -808,6 +808,41 @@ static size_t counter_bytes(const ident *id, const weir__match_result *m, const 
     return n;
 }
 
+/* The level of the one request value a counter is named by, or -1 when
+ * it is named by none or by several. */
+static int single_value_level(const weir__match_result *m)
+{
+    int level = -1;
+    for (size_t lv = 0; lv < m->depth; lv++) {
+        if (!m->levels[lv].value_in_key)
+            continue;
+        if (level >= 0)
+            return -1;
+        level = (int)lv;
+    }
+    return level;
+}
+
+/* The digest of a counter named by one request value and no override,
+ * hashed where the request holds the value: the digest of the identity
+ * and of the value's own digest, 32 bytes written as four words.
+ * counter_bytes() would copy both into a buffer that XXH3 then reads
+ * across the seams of the copies, and a load that spans two recent stores
+ * waits for them to reach the cache. The input differs from every
+ * counter_bytes() of the same identity (that one is never 32 bytes for a
+ * limit named by one value and no override), so the two never name one
+ * counter. False for a value longer than counter_bytes() takes. */
+static bool value_digest(const ident *id, const weir_entry *en, const unsigned char *secret,
+                         unsigned char out[DIGEST_BYTES])
+{
+    if (en->value_len > WEIR_MAX_KEY_BYTES - sizeof(*id) - 4)
+        return false;
+    XXH128_hash_t v = XXH3_128bits_withSecret(en->value, en->value_len, secret, SECRET_BYTES);
+    uint64_t words[4] = {id->lo, id->hi, v.low64, v.high64};
+    counter_digest(words, sizeof(words), secret, out);
+    return true;
+}
+
 /* Limit i's op goes to ops[slot]; field by field, since the outputs are
  * the store's to write. */
 static void place_op(decision *dc, size_t i, size_t slot)
@@ -856,6 +891,7 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
         dc->quota_desc |= (uint64_t)quota << d;
         const limit_plan *lp = &rs->plans.limits[rs->plans.first[rule->seq]];
         uint64_t hits = desc->has_hits ? desc->hits : req_hits;
+        int value_level = desc->limit ? -1 : single_value_level(&m);
         weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
         size_t limited = 0;
         for (size_t i = 0; i < rule->n_limits; i++) {
@@ -878,6 +914,9 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             unsigned char *key = dc->keys[dc->n_pending];
             if (lp[i].fixed && !desc->limit) {
                 memcpy(key, lp[i].digest, DIGEST_BYTES);
+            } else if (value_level >= 0) {
+                if (!value_digest(&lp[i].id, &desc->entries[value_level], e->secret, key))
+                    return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
             } else {
                 size_t len = counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL,
                                            rd->scratch, sizeof(rd->scratch));

@@ -750,7 +750,11 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 
 /* Field by field: a whole-struct copy or memset of this size compiles to
  * `rep stos` on x86-64, whose start-up cost was a seventh of the planning's
- * time (perf); these compile to a few moves. */
+ * time (perf); these compile to a few moves. A field added to the struct
+ * must be added here too (the assertion is a reminder, not a proof: a new
+ * bool may fit in padding). */
+_Static_assert(sizeof(weir_descriptor_status) == 88 || sizeof(void *) != 8,
+               "set_unmatched() sets every field of weir_descriptor_status");
 static void set_unmatched(weir_descriptor_status *s)
 {
     s->code = WEIR_CODE_OK;
@@ -828,10 +832,10 @@ static int single_value_level(const weir__match_result *m)
  * and of the value's own digest, 32 bytes written as four words.
  * counter_bytes() would copy both into a buffer that XXH3 then reads
  * across the seams of the copies, and a load that spans two recent stores
- * waits for them to reach the cache. The input differs from every
- * counter_bytes() of the same identity (that one is never 32 bytes for a
- * limit named by one value and no override), so the two never name one
- * counter. False for a value longer than counter_bytes() takes. */
+ * waits for them to reach the cache. The two forms never name one
+ * counter: both start with the identity, and a limit named by one value
+ * goes through counter_bytes() only with an override, whose bytes are
+ * longer than 32. False for a value longer than counter_bytes() takes. */
 static bool value_digest(const ident *id, const weir_entry *en, const unsigned char *secret,
                          unsigned char out[DIGEST_BYTES])
 {

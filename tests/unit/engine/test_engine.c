@@ -360,7 +360,11 @@ static void fixed_and_per_value_counters(void **unused)
                    "        value: y\n"
                    "        rate_limit: {unit: hour, requests_per_unit: 1}\n"
                    "      - key: b\n"
-                   "        rate_limit: {unit: hour, requests_per_unit: 1}\n");
+                   "        rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: u\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n"
+                   "  - key: v\n"
+                   "    rate_limit: {unit: hour, requests_per_unit: 1}\n");
     weir_descriptor_status st[1];
     weir_entry pro[] = {E("plan", "pro")};
     weir_descriptor d = {pro, 1, false, 0, NULL};
@@ -384,6 +388,14 @@ static void fixed_and_per_value_counters(void **unused)
     assert_int_equal(decide(&w, "d", &dx1, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
     assert_int_equal(decide(&w, "d", &dx2, 1, 0, 0, st), WEIR_CODE_OK);
     assert_int_equal(decide(&w, "d", &dx2, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+
+    /* one value under two limits: two counters (each limit's mask) */
+    weir_entry u1[] = {E("u", "1")}, v1[] = {E("v", "1")};
+    weir_descriptor du1 = {u1, 1, false, 0, NULL}, dv1 = {v1, 1, false, 0, NULL};
+    assert_int_equal(decide(&w, "d", &du1, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &du1, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(decide(&w, "d", &dv1, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "d", &dv1, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
     close_world(&w);
 }
 

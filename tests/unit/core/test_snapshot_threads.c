@@ -108,15 +108,22 @@ static void swaps_under_readers(void **unused)
     weir_ctx_free(ctx);
 }
 
+/* A context and a snapshot holding version 1; the destroy count reset. */
+static weir__snap *new_snap(weir_ctx **ctx)
+{
+    assert_int_equal(weir_ctx_new(NULL, ctx), WEIR_OK);
+    atomic_store(&destroyed, 0);
+    weir__snap *s;
+    assert_int_equal(weir__snap_new(*ctx, make(1), destroy, NULL, &s), WEIR_OK);
+    return s;
+}
+
 /* A reader inside enter/exit keeps its object alive across swaps. */
 static void held_object_survives(void **unused)
 {
     (void)unused;
     weir_ctx *ctx;
-    assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
-    atomic_store(&destroyed, 0);
-    weir__snap *s;
-    assert_int_equal(weir__snap_new(ctx, make(1), destroy, NULL, &s), WEIR_OK);
+    weir__snap *s = new_snap(&ctx);
     weir__snap_reader *r, *idle;
     assert_int_equal(weir__snap_reader_new(s, &r), WEIR_OK);
     assert_int_equal(weir__snap_reader_new(s, &idle), WEIR_OK);
@@ -149,10 +156,7 @@ static void reclaims_in_a_forked_child(void **unused)
 {
     (void)unused;
     weir_ctx *ctx;
-    assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
-    atomic_store(&destroyed, 0);
-    weir__snap *s;
-    assert_int_equal(weir__snap_new(ctx, make(1), destroy, NULL, &s), WEIR_OK);
+    weir__snap *s = new_snap(&ctx);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {

@@ -850,9 +850,9 @@ static int single_value_level(const weir__match_result *m)
  * share a counter only if their digests do. The other forms of a store
  * key are digests of bytes (counter_bytes()); one of them naming the
  * same counter as this form is a 128-bit coincidence under the secret.
- * Hashing counter_bytes() instead would copy the value into a buffer and
- * run XXH3 over it a second time (it did, at about 60 more instructions
- * a counter). False for a value longer than counter_bytes() takes. */
+ * (The key used to be XXH3 of the identity and the value's digest: a
+ * second XXH3 a counter, about 60 instructions.) False for a value longer
+ * than counter_bytes() takes. */
 static bool value_digest(const limit_plan *lp, const weir_entry *en, const unsigned char *secret,
                          unsigned char out[DIGEST_BYTES])
 {

@@ -240,3 +240,8 @@ size_t weir__snap_reclaim(weir__snap *s)
     pthread_mutex_unlock(&s->mu);
     return waiting;
 }
+
+bool weir__snap_uses_membarrier(const weir__snap *s)
+{
+    return s && s->asymmetric;
+}

@@ -12,6 +12,7 @@
 #ifndef WEIR_CORE_SNAPSHOT_H
 #define WEIR_CORE_SNAPSHOT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "weir/context.h"
@@ -54,5 +55,9 @@ weir_status weir__snap_swap(weir__snap *s, void *next);
 /* Destroy retired objects no reader can hold any more; returns how many
  * are still waiting. Thread-safe. */
 size_t weir__snap_reclaim(weir__snap *s);
+
+/* Whether readers publish with a plain store and reclaiming relies on the
+ * kernel's membarrier (false without it, and in ThreadSanitizer builds). */
+bool weir__snap_uses_membarrier(const weir__snap *s);
 
 #endif /* WEIR_CORE_SNAPSHOT_H */

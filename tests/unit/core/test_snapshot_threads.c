@@ -12,8 +12,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 
 #include <cmocka.h>
 
@@ -179,12 +185,80 @@ static void reclaims_in_a_forked_child(void **unused)
     weir_ctx_free(ctx);
 }
 
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#endif
+
+/* From here on every membarrier() of this process fails with EPERM, as
+ * under a seccomp policy that denies it. False when no filter could be
+ * installed. */
+static bool refuse_membarrier(void)
+{
+#if defined(NATIVE_ARCH) && defined(SYS_membarrier)
+    struct sock_filter code[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1 /* EPERM */),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof(code) / sizeof(code[0]), code};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+           prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0) == 0;
+#else
+    return false;
+#endif
+}
+
+/* A membarrier that fails after the registration reclaims nothing: it
+ * cannot prove that a reader's plain store is visible, so the replaced
+ * object waits (a later reclaim that succeeds frees it). Run in a child,
+ * since the filter cannot be taken off again. Exit status 77: no filter. */
+static void a_refused_membarrier_reclaims_nothing(void **unused)
+{
+    (void)unused;
+    weir_ctx *ctx;
+    weir__snap *s = new_snap(&ctx);
+    if (!weir__snap_uses_membarrier(s)) {
+        weir__snap_free(s);
+        weir_ctx_free(ctx);
+        skip(); /* readers publish with a locked store: no membarrier to fail */
+    }
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        if (!refuse_membarrier())
+            _exit(77);
+        weir__snap_reader *r = NULL;
+        int bad = weir__snap_reader_new(s, &r) != WEIR_OK;
+        bad |= weir__snap_swap(s, make(2)) != WEIR_OK;
+        /* the reader is idle, yet the replaced object must wait */
+        bad |= weir__snap_reclaim(s) != 1 || atomic_load(&destroyed) != 0;
+        const obj *o = bad ? NULL : weir__snap_enter(r);
+        bad |= !o || o->version != 2;
+        _exit(bad);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    weir__snap_free(s);
+    weir_ctx_free(ctx);
+    if (WEXITSTATUS(status) == 77)
+        skip();
+    assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(swaps_under_readers),
         cmocka_unit_test(held_object_survives),
         cmocka_unit_test(reclaims_in_a_forked_child),
+        cmocka_unit_test(a_refused_membarrier_reclaims_nothing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

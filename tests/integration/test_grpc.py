@@ -530,7 +530,7 @@ def test_goaway_lets_the_daemon_exit_promptly(start):
     t0 = time.monotonic()
     w.signal(signal.SIGTERM)
     assert w.wait_exit(10) == 0
-    assert time.monotonic() - t0 < 3
+    assert time.monotonic() - t0 < 8  # far under the 20 s a held shutdown takes
     assert "event=shutdown_timeout" not in w.log_text()
 
 

@@ -403,7 +403,9 @@ def test_sigterm_drain(weir_factory):
     b.close()
 
     assert weir.wait_exit(5) == 0
-    assert time.monotonic() - t0 < 4
+    # under the 1 s drain + 5 s shutdown timeout that a held shutdown
+    # would take, with room for a loaded machine's exit
+    assert time.monotonic() - t0 < 5.5
     assert weir.count_log(r"event=stopped", since=mark) == 1
     assert weir.count_log(r"event=shutdown_timeout", since=mark) == 0
 
@@ -416,10 +418,14 @@ def test_sigterm_shutdown_timeout_closes_stragglers(weir_factory):
         mark = weir.mark()
         t0 = time.monotonic()
         weir.signal(signal.SIGTERM)
-        weir.wait_for_log(r"event=shutdown_timeout", since=mark, timeout=3)
+        weir.wait_for_log(r"event=shutdown_timeout", since=mark, timeout=5)
         c.wait_closed(2)
-        assert weir.wait_exit(5) == 0
-        assert 0.9 <= time.monotonic() - t0 < 3
+        # Closed by the 1 s shutdown timeout, not by the 30 s request
+        # timeout: the bound leaves a loaded machine (and a sanitizer
+        # build) room, and still tells the two apart. The exit, with its
+        # frees and the leak check, is bounded on its own below.
+        assert 0.9 <= time.monotonic() - t0 < 6
+        assert weir.wait_exit(10) == 0
 
 
 def test_sigint_stops(weir_factory):

@@ -11,7 +11,8 @@
  * A guest cannot see which other threads share its physical core. When
  * another one does, `wide` slows far more than `chain`: their ratio tells
  * a core of one's own (low) from a shared one (high). Each number is the
- * median of five passes.
+ * median of PASSES passes (5 unless given; the upper median of an even
+ * count, as every bench takes it).
  *
  *   weir-bench-cpu [PASSES]
  */
@@ -19,17 +20,11 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "../timing.h"
 
 #define STEPS 50000000L
 #define MAX_PASSES 99
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
 
 static volatile uint64_t sink; /* the chains' results: kept, so the loops are */
 
@@ -37,12 +32,12 @@ static volatile uint64_t sink; /* the chains' results: kept, so the loops are */
 static double chain(void)
 {
     uint64_t x = 1;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < STEPS; i++) {
         x = x * 0x9e3779b97f4a7c15ull + 1;
         __asm__("" : "+r"(x)); /* kept a chain: no closed form */
     }
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     sink ^= x;
     return dt / (double)STEPS * 1e9;
 }
@@ -51,7 +46,7 @@ static double chain(void)
 static double wide(void)
 {
     uint64_t r0 = 1, r1 = 2, r2 = 3, r3 = 4, r4 = 5, r5 = 6, r6 = 7, r7 = 8;
-    double t0 = now_s();
+    double t0 = bench_now_s();
     for (long i = 0; i < STEPS; i++) {
         uint64_t k = (uint64_t)i;
         r0 += (r0 >> 3) ^ k;
@@ -66,21 +61,9 @@ static double wide(void)
         __asm__(""
                 : "+r"(r0), "+r"(r1), "+r"(r2), "+r"(r3), "+r"(r4), "+r"(r5), "+r"(r6), "+r"(r7));
     }
-    double dt = now_s() - t0;
+    double dt = bench_now_s() - t0;
     sink ^= r0 ^ r1 ^ r2 ^ r3 ^ r4 ^ r5 ^ r6 ^ r7;
     return dt / (double)STEPS * 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv)
@@ -95,7 +78,7 @@ int main(int argc, char **argv)
         c[i] = chain();
         w[i] = wide();
     }
-    double mc = median(c, passes), mw = median(w, passes);
+    double mc = bench_median(c, (size_t)passes), mw = bench_median(w, (size_t)passes);
     printf("cpu       chain %.3f ns/step, wide %.3f ns/iteration, wide/chain %.2f (median of %d)\n",
            mc, mw, mw / mc, passes);
     return 0;

@@ -32,7 +32,7 @@ typedef struct worker {
     bool http_open;
     uv_tcp_t grpc; /* listener */
     bool grpc_open;
-    uv_timer_t tick; /* once a second: Date, store sweep (worker 0) */
+    uv_timer_t tick; /* once a second: Date, store maintenance (worker 0) */
     weir_engine_reader *reader;
     metrics_shard *metrics;
     weir_api_decoder *decoder;

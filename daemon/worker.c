@@ -13,9 +13,6 @@
 #include "http.h"
 #include "log.h"
 
-/* Store entries examined per tick by the sweeping worker. */
-#define SWEEP_PER_TICK 65536u
-
 static void set_date(worker *w)
 {
     static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
@@ -143,7 +140,7 @@ static void on_tick(uv_timer_t *t)
     worker *w = t->data;
     set_date(w);
     if (w->id == 0)
-        weir_memstore_sweep(w->srv->store, server_now_us(w->srv), SWEEP_PER_TICK);
+        weir_store_maintain(w->srv->store, server_now_us(w->srv));
     apply_state(w);
 }
 

@@ -150,8 +150,16 @@ typedef struct weir_descriptor_status {
  * Completion of a decision: the overall code (OVER_LIMIT when any enforcing
  * descriptor is over its limit) and the statuses, the same array given to
  * weir_engine_decide(). Called exactly once per accepted decision, never
- * when weir_engine_decide() returned an error. With the memory store it has
- * run before weir_engine_decide() returns.
+ * when weir_engine_decide() returned an error.
+ *
+ * Where it runs: with a store that completes inline (WEIR_STORE_INLINE, the
+ * memory store) it has run before weir_engine_decide() returns, on the
+ * calling thread. With a store that completes later it runs afterwards,
+ * on the loop of the reader's session (weir_engine_reader_new_session()),
+ * or on whatever thread the store completes on for a reader without one.
+ * Either way, everything the statuses point to (limits, outcomes) is
+ * valid only until the callback returns: a reload may free it right
+ * after. Copy what must outlive it.
  */
 typedef void (*weir_decide_cb)(void *arg, weir_code overall, weir_descriptor_status *statuses,
                                size_t n);
@@ -199,10 +207,29 @@ WEIR_API weir_status weir_engine_reload_path(weir_engine *engine, const char *pa
                                              weir_rules_error *errors, size_t max_errors,
                                              size_t *n_errors);
 
-/** A reader for one deciding thread. Thread-safe. */
+/** A reader for one deciding thread, submitting to the store directly
+ *  (weir_store_submit()). Thread-safe. */
 WEIR_API weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out);
 
-/** Free a reader (not while it is deciding). NULL is a no-op. */
+/**
+ * weir_engine_reader_new_session() - a reader for the thread that runs an
+ * event loop, deciding through @session (borrowed: a session of the
+ * engine's store, made for that loop; it must outlive the reader). The
+ * decisions' callbacks then run on that loop.
+ *
+ * Returns WEIR_OK; WEIR_EINVAL (NULL engine or out, a session of another
+ * store); WEIR_ENOMEM. Thread-safe.
+ */
+WEIR_API weir_status weir_engine_reader_new_session(weir_engine *engine,
+                                                    weir_store_session *session,
+                                                    weir_engine_reader **out);
+
+/** Free a reader, not while a call on it is under way. Decisions it
+ *  started that have yet to complete may still complete (on the thread
+ *  their store completes them on): the reader's memory then goes with the
+ *  last of them. Free the reader's session after the reader: freeing the
+ *  session completes them. NULL is a no-op. Thread-safe against those
+ *  completions. */
 WEIR_API void weir_engine_reader_free(weir_engine_reader *reader);
 
 /**

@@ -96,10 +96,103 @@ typedef void (*weir_store_cb)(void *arg, weir_op *ops, size_t n, weir_status sta
  * Returns WEIR_OK when the batch was accepted (the callback will run; for
  * an inline store it has already run); WEIR_EINVAL for NULL pointers, n == 0
  * or n > WEIR_MAX_BATCH, or unknown flags. Thread-safety is the store's:
- * the memory store is fully thread-safe.
+ * the memory store is fully thread-safe. A store that completes only on an
+ * event loop takes its batches through weir_store_session_submit().
+ *
+ * An atomic batch on the memory store holds at most 64 ops (WEIR_EINVAL
+ * past that). An op that is not valid (an empty or too long key, no
+ * limit, a RELEASE inside an atomic batch) fails the whole
+ * atomic batch with WEIR_EINVAL, and only itself in an independent batch.
  */
 WEIR_API weir_status weir_store_submit(weir_store *store, weir_op *ops, size_t n, int64_t now_us,
                                        unsigned flags, weir_store_cb cb, void *arg);
+
+/* ------------------------------------------------------------------------ */
+/* Capabilities, sessions and maintenance                                   */
+
+/** Capability: every batch completes before the submitting call returns
+ *  (its callback has run by then), on the submitting thread. */
+#define WEIR_STORE_INLINE 0x1u
+/** Capability: the store is shared between processes, so a counter must
+ *  have the same key bytes in every process and after a restart (the
+ *  engine then sends stable keys, never digests under a secret of its
+ *  own). */
+#define WEIR_STORE_SHARED_KEYS 0x2u
+/** Capability: WEIR_BATCH_ATOMIC holds only when every key of the batch
+ *  routes to the same slot (a Redis Cluster); a batch over several slots
+ *  is checked and charged slot by slot. */
+#define WEIR_STORE_ATOMIC_SLOT 0x4u
+
+/** The store's WEIR_STORE_* bits; 0 for NULL. Never changes for a store.
+ *  Thread-safe. */
+WEIR_API unsigned weir_store_caps(const weir_store *store);
+
+/**
+ * An event loop as a store sees it: a store that completes later runs its
+ * completions (and its network I/O) on the loop a session was made for,
+ * through these hooks, so libweir needs no event library.
+ * weir/adapters/libuv.h fills one from a uv_loop_t.
+ *
+ * Every hook is called only on the loop's own thread.
+ */
+typedef struct weir_loop_adapter {
+    /** sizeof(weir_loop_adapter): hooks are appended as stores need them. */
+    size_t size;
+    /** Passed to every hook. */
+    void *data;
+    /** Run @cb(@arg) once on the loop, @after_us microseconds from now (0:
+     *  on the loop's next iteration, never from inside this call). Returns
+     *  a handle for timer_stop(), or NULL when out of memory. The handle is
+     *  the adapter's to free once @cb has run or the timer was stopped. */
+    void *(*timer_start)(void *data, int64_t after_us, void (*cb)(void *arg), void *arg);
+    /** Cancel a timer whose callback has not run yet: it never will. */
+    void (*timer_stop)(void *data, void *timer);
+} weir_loop_adapter;
+
+/** A store's presence on one event loop (one per worker thread): what a
+ *  networked store keeps per loop (its connection, its queue of batches
+ *  in flight) lives here, so the decision path takes no lock. */
+typedef struct weir_store_session weir_store_session;
+
+/**
+ * weir_store_session_new() - a session of @store on the loop @loop drives.
+ *
+ * @loop: copied; may be NULL for a store with WEIR_STORE_INLINE, which
+ *        needs no loop (its session simply forwards to the store). A store
+ *        that completes later refuses NULL with WEIR_EINVAL.
+ *
+ * Returns WEIR_OK, WEIR_EINVAL (NULL store or out, a bad loop->size),
+ * WEIR_ENOMEM. Thread-safe; the session is then used on the loop's
+ * thread only.
+ */
+WEIR_API weir_status weir_store_session_new(weir_store *store, const weir_loop_adapter *loop,
+                                            weir_store_session **out);
+
+/**
+ * weir_store_session_submit() - weir_store_submit() through a session.
+ *
+ * The callback runs on the session's loop: inline for a store with
+ * WEIR_STORE_INLINE, otherwise later, from the loop (never from inside
+ * this call). Same arguments and returns as weir_store_submit(). Call it
+ * on the loop's thread only.
+ */
+WEIR_API weir_status weir_store_session_submit(weir_store_session *session, weir_op *ops, size_t n,
+                                               int64_t now_us, unsigned flags, weir_store_cb cb,
+                                               void *arg);
+
+/** Free a session. Batches still in flight complete first, with
+ *  WEIR_ECLOSED, before this returns. Call it on the loop's thread, while
+ *  the loop still runs or before it is closed. NULL is a no-op. */
+WEIR_API void weir_store_session_free(weir_store_session *session);
+
+/**
+ * weir_store_maintain() - the store's housekeeping: the memory store
+ * removes keys back at rest (a bounded number per call, continuing where
+ * the last call stopped); a networked store reconnects and moves its
+ * circuit breakers on. Call it from one thread, about once a second.
+ * NULL is a no-op.
+ */
+WEIR_API void weir_store_maintain(weir_store *store, int64_t now_us);
 
 /** Counters a store keeps. */
 typedef struct weir_store_stats {

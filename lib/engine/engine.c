@@ -45,6 +45,11 @@ typedef struct ruleset ruleset;
 struct weir_engine {
     weir_ctx *ctx;
     weir_store *store;
+    /* the store's table, read once: whether it completes inline, and its
+     * optional fast paths (NULL when it has none) */
+    bool inline_store;
+    void (*prefetch)(weir_store *s, const void *key);
+    weir_status (*run_planned)(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
     weir__snap *snap;
     /* Store keys are 128-bit digests of the counter keys under this
      * random secret: 16 bytes fit inside a memory-store entry, so a
@@ -69,6 +74,11 @@ typedef struct override_slot {
 struct weir_engine_reader {
     weir_engine *engine;
     weir__snap_reader *snap;
+    weir_store_session *session; /* borrowed; NULL: the store's own submit */
+    /* Decisions not owned (below) that have yet to be freed, and the
+     * READER_FREEING bit: a reader freed while some are in flight (they
+     * complete on another thread) is freed by the last of them. */
+    _Atomic unsigned long live;
     /* a finished decision kept for the next one (no malloc per request);
      * exchanged atomically since a store may complete on another thread */
     _Atomic(decision *) spare;
@@ -79,7 +89,11 @@ struct weir_engine_reader {
      * reference on them nor an atomic exchange for its memory. */
     unsigned depth;
     decision *own;
-    const ruleset *cur; /* the rules of the depth-0 decision */
+    /* The snapshot section of an own decision is open: decisions nested
+     * inside its callback use its rules (cur); a reader never nests
+     * sections. */
+    bool in_section;
+    const ruleset *cur;
     char scratch[WEIR_MAX_KEY_BYTES];
     override_slot overrides[OVERRIDE_SLOTS]; /* direct-mapped by the spec */
 };
@@ -375,6 +389,9 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
     }
     e->ctx = ctx;
     e->store = opts->store;
+    e->inline_store = weir__store_is_inline(opts->store);
+    e->prefetch = opts->store->ops->prefetch;
+    e->run_planned = e->inline_store ? opts->store->ops->run_planned : NULL;
     *out = e;
     return WEIR_OK;
 }
@@ -453,7 +470,13 @@ weir_status weir_engine_reload_path(weir_engine *engine, const char *path,
 
 weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out)
 {
-    if (!engine || !out)
+    return weir_engine_reader_new_session(engine, NULL, out);
+}
+
+weir_status weir_engine_reader_new_session(weir_engine *engine, weir_store_session *session,
+                                           weir_engine_reader **out)
+{
+    if (!engine || !out || (session && session->store != engine->store))
         return WEIR_EINVAL;
     weir_engine_reader *r = weir__calloc(engine->ctx, 1, sizeof(*r));
     if (!r)
@@ -464,19 +487,26 @@ weir_status weir_engine_reader_new(weir_engine *engine, weir_engine_reader **out
         return st;
     }
     r->engine = engine;
+    r->session = session;
     atomic_init(&r->spare, NULL);
     *out = r;
     return WEIR_OK;
 }
 
-void weir_engine_reader_free(weir_engine_reader *reader)
+#define READER_FREEING (1ul << (sizeof(unsigned long) * 8 - 1))
+
+static void reader_destroy(weir_engine_reader *reader)
 {
-    if (!reader)
-        return;
     weir__snap_reader_free(reader->snap);
     weir__free(reader->engine->ctx, atomic_load(&reader->spare));
     weir__free(reader->engine->ctx, reader->own);
     weir__free(reader->engine->ctx, reader);
+}
+
+void weir_engine_reader_free(weir_engine_reader *reader)
+{
+    if (reader && atomic_fetch_or(&reader->live, READER_FREEING) == 0)
+        reader_destroy(reader);
 }
 
 /* ------------------------------------------------------------------ decisions */
@@ -608,8 +638,12 @@ static void decision_free(decision *dc)
         return; /* the snapshot section holds the rules; the memory is the reader's */
     ruleset_release(dc->rs);
     dc->rs = NULL;
-    decision *prev = atomic_exchange(&dc->reader->spare, dc);
+    weir_engine_reader *rd = dc->reader;
+    decision *prev = atomic_exchange(&rd->spare, dc);
     weir__free(dc->engine->ctx, prev);
+    /* the last touch of the reader: it may be freed from here on */
+    if (atomic_fetch_sub(&rd->live, 1) == (READER_FREEING | 1))
+        reader_destroy(rd);
 }
 
 /* Whether status a is more restrictive than b (denied first, then less
@@ -696,7 +730,7 @@ static void finish(decision *dc)
  * loads and stores do, without a locked instruction. */
 static int batch_count(decision *dc, int d)
 {
-    if (weir__store_is_inline(dc->engine->store)) {
+    if (dc->engine->inline_store) {
         int left = atomic_load_explicit(&dc->outstanding, memory_order_relaxed) + d;
         atomic_store_explicit(&dc->outstanding, left, memory_order_relaxed);
         return left;
@@ -717,15 +751,17 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 /* Submit one batch; a refused batch completes at once with its error. */
 static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_store_cb cb)
 {
-    weir_store *store = dc->engine->store;
-    if ((flags & WEIR_BATCH_ATOMIC) && weir__store_is_inline(store)) {
-        /* the memory store decides at once: the plan built these ops and
+    weir_engine *e = dc->engine;
+    if ((flags & WEIR_BATCH_ATOMIC) && e->run_planned) {
+        /* an inline store decides at once: the plan built these ops and
          * asked for their buckets already, so it neither checks nor fetches */
-        cb(dc, ops, n, weir__memstore_run_planned(store, ops, n, dc->now_us));
+        cb(dc, ops, n, e->run_planned(e->store, ops, n, dc->now_us));
         return;
     }
-    weir_status st =
-        weir_store_submit(store, ops, n, dc->now_us, flags | WEIR_BATCH_DIGESTS, cb, dc);
+    flags |= WEIR_BATCH_DIGESTS;
+    weir_store_session *ss = dc->reader->session;
+    weir_status st = ss ? weir_store_session_submit(ss, ops, n, dc->now_us, flags, cb, dc)
+                        : weir_store_submit(e->store, ops, n, dc->now_us, flags, cb, dc);
     if (st != WEIR_OK)
         cb(dc, ops, n, st);
 }
@@ -947,7 +983,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                 counter_digest(rd->scratch, len, e->secret, key);
             }
             /* the counter's cache miss overlaps the rest of the planning */
-            weir__store_prefetch(e->store, key);
+            if (e->prefetch)
+                e->prefetch(e->store, key);
             place_op(dc, dc->n_pending, dc->n_pending);
             dc->n_enforcing += p->enforcing;
             dc->n_pending++;
@@ -977,16 +1014,19 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     weir_engine *e = reader->engine;
     /* With an inline store at depth 0 the decision is the reader's own and
      * the rules are read inside the snapshot section (see the reader). */
-    bool own = reader->depth == 0 && weir__store_is_inline(e->store);
+    bool own = reader->depth == 0 && e->inline_store;
     decision *dc;
     if (own) {
         if (!reader->own && !(reader->own = weir__malloc(e->ctx, sizeof(*dc))))
             return WEIR_ENOMEM;
         dc = reader->own;
     } else {
+        atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
         dc = atomic_exchange(&reader->spare, NULL);
-        if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc))))
+        if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc)))) {
+            atomic_fetch_sub(&reader->live, 1);
             return WEIR_ENOMEM;
+        }
     }
     /* only what a decision reads before writing it is reset */
     dc->engine = e;
@@ -1003,12 +1043,15 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     if (own) {
         rs = (ruleset *)weir__snap_enter(reader->snap);
         reader->cur = rs;
-    } else if (reader->depth > 0) {
-        /* decided from inside another decision's callback: that one's
-         * snapshot section is open, so its rules are alive */
+        reader->in_section = true;
+    } else if (reader->in_section) {
+        /* decided from inside an own decision's callback: its snapshot
+         * section is open, so its rules are alive */
         rs = (ruleset *)reader->cur;
         atomic_fetch_add(&rs->refs, 1);
     } else {
+        /* a store that completes later, or a callback run from the loop:
+         * no section is open on this reader */
         rs = (ruleset *)weir__snap_enter(reader->snap);
         atomic_fetch_add(&rs->refs, 1);
         weir__snap_exit(reader->snap);
@@ -1016,8 +1059,10 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->rs = rs;
     reader->depth++;
     st = decide_planned(dc, reader, req, now_us);
-    if (--reader->depth == 0 && own)
+    if (--reader->depth == 0 && own) {
+        reader->in_section = false;
         weir__snap_exit(reader->snap);
+    }
     return st;
 }
 

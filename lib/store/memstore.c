@@ -238,9 +238,11 @@ static bool same_digest(const digest *a, const digest *b)
     return a->tag == b->tag && a->check == b->check && a->shard == b->shard;
 }
 
+static const weir__store_ops mem_ops;
+
 static bool is_mem(const weir_store *s)
 {
-    return s && s->kind == WEIR__STORE_MEMORY;
+    return s && s->ops == &mem_ops;
 }
 
 /* [0, n) from the high bits of h, without a division */
@@ -308,7 +310,7 @@ static void prefetch_pair(const bucket *t1, const bucket *t2)
 }
 
 /* Every caller has asked for the key's buckets before taking the lock
- * (prefetch_buckets(), weir__store_prefetch()), so this only reads them. */
+ * (prefetch_buckets(), mem_prefetch()), so this only reads them. */
 static entry *find(const shard *sh, const digest *d)
 {
     uint32_t b1, b2;
@@ -763,10 +765,8 @@ static void prefetch_buckets(memstore *ms, const digest *d)
     prefetch_pair(&t[b1], &t[b2]);
 }
 
-void weir__store_prefetch(weir_store *store, const void *key)
+static void mem_prefetch(weir_store *store, const void *key)
 {
-    if (!is_mem(store))
-        return;
     memstore *ms = (memstore *)store;
     digest d = digest_given(ms, key);
     prefetch_buckets(ms, &d);
@@ -969,10 +969,8 @@ weir_status weir_memstore_run(weir_store *store, weir_op *ops, size_t n, int64_t
     return WEIR_OK;
 }
 
-weir_status weir__memstore_run_planned(weir_store *store, weir_op *ops, size_t n, int64_t now_us)
+static weir_status mem_run_planned(weir_store *store, weir_op *ops, size_t n, int64_t now_us)
 {
-    if (!is_mem(store))
-        return WEIR_EINVAL;
     return run_atomic((memstore *)store, ops, n, now_us,
                       WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS | WEIR__BATCH_PLANNED);
 }
@@ -1095,7 +1093,24 @@ static void mem_destroy(weir_store *s)
     weir__free(ms->base.ctx, ms);
 }
 
-static const weir__store_ops mem_ops = {mem_submit, mem_stats, mem_destroy};
+/* Entries examined per weir_store_maintain(): a bounded pause, enough
+ * to keep pace with a store of millions of keys at one call a second. */
+#define MAINTAIN_SWEEP 65536u
+
+static void mem_maintain(weir_store *s, int64_t now_us)
+{
+    weir_memstore_sweep(s, now_us, MAINTAIN_SWEEP);
+}
+
+static const weir__store_ops mem_ops = {
+    .caps = WEIR_STORE_INLINE,
+    .submit = mem_submit,
+    .maintain = mem_maintain,
+    .stats = mem_stats,
+    .destroy = mem_destroy,
+    .prefetch = mem_prefetch,
+    .run_planned = mem_run_planned,
+};
 
 #define MEM_OPTIONS_V1_SIZE (offsetof(weir_memstore_options, seed) + sizeof(uint64_t))
 
@@ -1118,7 +1133,6 @@ weir_status weir_memstore_new(weir_ctx *ctx, const weir_memstore_options *opts, 
     if (!ms)
         return WEIR_ENOMEM;
     ms->base.ops = &mem_ops;
-    ms->base.kind = WEIR__STORE_MEMORY;
     ms->base.ctx = ctx;
     ms->nshards = n;
     ms->sweep_step = o.sweep_step ? o.sweep_step : DEFAULT_SWEEP;

@@ -3,6 +3,10 @@
  * charging (check all, then charge all), hits at both levels, shadow mode,
  * replaces, unlimited, overrides, unknown domains, request errors, and
  * reloads that keep the counters of unchanged limits.
+ *
+ * Every test runs twice: on the memory store, which completes inline, and
+ * on the deferred test store, which holds every batch until the test
+ * drains it (in reverse order), as a networked store completes later.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -16,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "deferred_store.h"
 #include "rules_support.h"
 #include "weir/weir.h"
 
@@ -28,18 +33,53 @@ typedef struct world {
     weir_engine_reader *reader;
 } world;
 
+/* The store the tests of the running group decide on. */
+static bool deferred;
+static weir_deferred_options deferred_opts = {.order = WEIR_DEFERRED_REVERSE};
+
+static int use_memory(void **unused)
+{
+    (void)unused;
+    deferred = false;
+    return 0;
+}
+
+static int use_deferred(void **unused)
+{
+    (void)unused;
+    deferred = true;
+    return 0;
+}
+
 static void open_world(world *w, const char *yaml)
 {
     assert_int_equal(weir_ctx_new(NULL, &w->ctx), WEIR_OK);
     assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->store), WEIR_OK);
+    if (deferred) {
+        weir_store *mem = w->store;
+        assert_int_equal(weir_deferred_store_new(w->ctx, mem, &deferred_opts, &w->store), WEIR_OK);
+        assert_int_equal(weir_store_caps(w->store), 0);
+    } else {
+        assert_int_equal(weir_store_caps(w->store), WEIR_STORE_INLINE);
+    }
     weir_engine_options o = {.size = sizeof(o), .store = w->store};
     assert_int_equal(weir_engine_new(w->ctx, &o, test_rules_parse(w->ctx, yaml), &w->engine),
                      WEIR_OK);
     assert_int_equal(weir_engine_reader_new(w->engine, &w->reader), WEIR_OK);
 }
 
+/* Completes what the deferred store holds (nothing to do inline). */
+static void settle(world *w)
+{
+    if (deferred)
+        while (weir_deferred_store_drain(w->store) > 0)
+            ;
+}
+
 static void close_world(world *w)
 {
+    if (deferred)
+        assert_int_equal(weir_deferred_store_pending(w->store), 0);
     weir_engine_reader_free(w->reader);
     weir_engine_free(w->engine);
     weir_store_free(w->store);
@@ -76,7 +116,14 @@ static weir_code decide(world *w, const char *domain, const weir_descriptor *d, 
     weir_request req = {domain, strlen(domain), d, n, hits};
     outcome o = {0};
     assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_decided, &o), WEIR_OK);
-    assert_int_equal(o.calls, 1); /* the memory store completes inline */
+    /* the memory store completes inline; the deferred store when drained,
+     * unless no limit went to the store (nothing matched) */
+    if (deferred)
+        assert_int_equal(o.calls == 0, weir_deferred_store_pending(w->store) > 0);
+    else
+        assert_int_equal(o.calls, 1);
+    settle(w);
+    assert_int_equal(o.calls, 1);
     return o.overall;
 }
 
@@ -161,6 +208,7 @@ static void outcomes_of_every_limit(void **unused)
     for (int i = 0; i < 3; i++) {
         memset(&o, 0, sizeof(o));
         assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+        settle(&w);
     }
     assert_int_equal(o.overall, WEIR_CODE_OVER_LIMIT);
     assert_int_equal(o.n_first, 2);
@@ -176,6 +224,7 @@ static void outcomes_of_every_limit(void **unused)
     d.hits = 0;
     memset(&o, 0, sizeof(o));
     assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+    settle(&w);
     assert_int_equal(o.n_first, 2);
     assert_int_equal(o.first[1].remaining, 98);
     close_world(&w);
@@ -534,8 +583,12 @@ static void decide_inside_a_callback(void **unused)
     weir_descriptor_status st[1];
     weir_request req = {"api", 3, d, 1, 0};
     assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_outer, &x), WEIR_OK);
+    settle(&w);
     assert_int_equal(x.inner, WEIR_CODE_OK);
-    assert_int_equal(x.inner_remaining, 9); /* the outer rules: 10 per minute */
+    /* inline, the callback runs inside the outer decision, whose rules
+     * (10 per minute) are in force for it; from the loop, the callback
+     * comes after the reload and the inner decision has the new rules */
+    assert_int_equal(x.inner_remaining, deferred ? 3 : 9);
     assert_int_equal(x.outer_rpu_after, 10);
     /* afterwards the new rules are in force: a changed limit starts fresh */
     assert_int_equal(decide(&w, "api", d, 1, 0, 0, st), WEIR_CODE_OK);
@@ -624,6 +677,94 @@ static void count_rejected_charges_anyway(void **unused)
     close_world(&w);
 }
 
+/* A store that refuses a batch completes the decision at once, inside
+ * weir_engine_decide(), by each limit's failure mode; a decision made from
+ * that callback must find the rules (it once read a reader's rules that
+ * only an inline store sets). */
+typedef struct refused {
+    world *w;
+    int outer_calls;
+    weir_code inner;
+    bool inner_failed;
+} refused;
+
+static void on_refused_outer(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+{
+    (void)n;
+    refused *r = arg;
+    r->outer_calls++;
+    assert_int_equal(overall, WEIR_CODE_OK); /* failure_mode: allow */
+    assert_true(st[0].failure_mode);
+    weir_entry user[] = {E("user", "gil")};
+    weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
+    weir_descriptor_status inner[1];
+    r->inner = decide(r->w, "api", d, 1, 0, 0, inner);
+    r->inner_failed = inner[0].failure_mode;
+}
+
+static void refused_batch_completes_at_once(void **unused)
+{
+    (void)unused;
+    weir_deferred_options saved = deferred_opts;
+    deferred_opts.refuse_every = 2; /* the outer batch is refused, the inner one is not */
+    deferred_opts.fail_status = WEIR_EUNAVAIL;
+    bool was = deferred;
+    deferred = true;
+    world w;
+    open_world(&w, two_limits);
+    refused r = {&w, 0, 0, true};
+    weir_entry user[] = {E("user", "gil")};
+    weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
+    weir_descriptor_status st[1];
+    weir_request req = {"api", 3, d, 1, 0};
+    /* the first submit goes through and the second is refused: spend one */
+    decide(&w, "api", d, 1, 0, 0, st);
+    assert_int_equal(st[0].remaining, 9);
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_refused_outer, &r), WEIR_OK);
+    assert_int_equal(r.outer_calls, 1); /* before weir_engine_decide() returned */
+    assert_int_equal(r.inner, WEIR_CODE_OK);
+    assert_false(r.inner_failed);
+    close_world(&w);
+    deferred = was;
+    deferred_opts = saved;
+}
+
+/* A batch the store fails (or times out) completes with the error: the
+ * limit's failure mode decides, and nothing is charged. */
+static void failed_batches_follow_failure_mode(void **unused)
+{
+    (void)unused;
+    weir_deferred_options saved = deferred_opts;
+    deferred_opts.fail_every = 2;
+    deferred_opts.timeout_every = 3;
+    bool was = deferred;
+    deferred = true;
+    world w;
+    open_world(&w, "domain: api\n"
+                   "descriptors:\n"
+                   "  - key: user\n"
+                   "    rate_limit: {unit: minute, requests_per_unit: 10}\n"
+                   "  - key: ip\n"
+                   "    rate_limit: {unit: minute, requests_per_unit: 10, failure_mode: deny}\n");
+    weir_entry user[] = {E("user", "hal")}, ip[] = {E("ip", "10.0.0.1")};
+    weir_descriptor du = {user, 1, false, 0, NULL}, di = {ip, 1, false, 0, NULL};
+    weir_descriptor_status st[1];
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK); /* batch 1: decided */
+    assert_false(st[0].failure_mode);
+    assert_int_equal(st[0].remaining, 9);
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK); /* 2: failed, allow */
+    assert_true(st[0].failure_mode);
+    assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT); /* 3: timed out */
+    assert_true(st[0].failure_mode);
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK); /* 4: failed */
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK); /* 5: decided */
+    assert_false(st[0].failure_mode);
+    assert_int_equal(st[0].remaining, 8); /* the failed ones charged nothing */
+    close_world(&w);
+    deferred = was;
+    deferred_opts = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -641,5 +782,15 @@ int main(void)
         cmocka_unit_test(count_rejected_charges_anyway),
         cmocka_unit_test(decide_inside_a_callback),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest deferred_only[] = {
+        cmocka_unit_test(refused_batch_completes_at_once),
+        cmocka_unit_test(failed_batches_follow_failure_mode),
+    };
+    int failed = cmocka_run_group_tests_name("memory store", tests, use_memory, NULL);
+    deferred_opts.order = WEIR_DEFERRED_REVERSE;
+    failed += cmocka_run_group_tests_name("deferred store, reversed", tests, use_deferred, NULL);
+    deferred_opts.order = WEIR_DEFERRED_INTERLEAVE;
+    failed += cmocka_run_group_tests_name("deferred store, interleaved", tests, use_deferred, NULL);
+    failed += cmocka_run_group_tests_name("deferred store, failures", deferred_only, NULL, NULL);
+    return failed;
 }

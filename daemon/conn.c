@@ -1,36 +1,106 @@
 /*
- * conn.c - the life of a worker's client connection, shared by HTTP and
- * gRPC: accept (with the connection cap and the refusal of a connection
- * there is no memory for), the worker's list, close, and the half-close
- * and linger that let a client read the last answer instead of a reset.
+ * conn.c - the life of a worker's client connection, whatever its
+ * protocol: accept (with the connection cap and the refusal of a
+ * connection there is no memory for), the worker's list, the calls in
+ * flight that keep a closed connection's memory, close, and the
+ * half-close and linger that let a client read the last answer instead of
+ * a reset.
  */
 #include "conn.h"
+
+#include <stdlib.h>
+
+#include "log.h"
+
+static void maybe_free(conn *c)
+{
+    if (c->closed && c->open_handles == 0 && c->calls == 0)
+        c->free_fn(c);
+}
 
 static void on_handle_closed(uv_handle_t *h)
 {
     conn *c = h->data;
-    if (--c->open_handles > 0)
-        return;
-    c->free_fn(c);
+    c->open_handles--;
+    maybe_free(c);
 }
 
-conn *conn_accept(worker *w, uv_stream_t *listener, size_t size, metrics_proto proto, conn **list,
-                  conn_free_fn free_fn)
+void conn_call_begin(conn *c)
 {
+    c->calls++;
+}
+
+void conn_call_end(conn *c)
+{
+    c->calls--;
+    maybe_free(c);
+}
+
+/* ------------------------------------------------------------ refusing */
+
+static void refuse(listener *l);
+
+static void on_sink_closed(uv_handle_t *h)
+{
+    worker *w = h->data;
+    w->sink_busy = false;
+    unsigned waiting = w->sink_waiting;
+    w->sink_waiting = 0;
+    /* one at a time: a second refusal finds the sink busy and waits again */
+    for (unsigned i = 0; i < w->n_listeners; i++)
+        if ((waiting >> i & 1u) && w->listeners[i].open)
+            refuse(&w->listeners[i]);
+}
+
+/* libuv stops watching a listener whose connection was not accepted until
+ * it is, so a connection left waiting for memory would stop the listener
+ * for good: it is accepted into the worker's own handle, which needs no
+ * allocation, and closed at once. The client sees its connection closed. */
+static void refuse(listener *l)
+{
+    worker *w = l->w;
+    if (w->sink_busy) {
+        w->sink_waiting |= 1u << l->index;
+        return;
+    }
+    uv_tcp_init(&w->loop, &w->sink);
+    w->sink.data = w;
+    w->sink_busy = true;
+    if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&w->sink) == 0) {
+        metrics_connection_rejected(w->metrics, l->proto->metric);
+        dlog(WEIR_LOG_WARN, "connection_refused", "reason", "out of memory", "proto",
+             l->proto->name, NULL);
+    }
+    uv_close((uv_handle_t *)&w->sink, on_sink_closed);
+}
+
+static void *conn_alloc(worker *w, size_t size)
+{
+    unsigned every = w->srv->fail_conn_alloc;
+    if (every && ++w->conn_allocs % every == 0)
+        return NULL;
+    return calloc(1, size);
+}
+
+/* ------------------------------------------------------------ life */
+
+conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
+{
+    worker *w = l->w;
     server *srv = w->srv;
-    conn *c = worker_conn_alloc(w, size);
+    conn *c = conn_alloc(w, size);
     if (!c) {
-        worker_refuse(w, listener);
+        refuse(l);
         return NULL;
     }
     c->w = w;
-    c->proto = proto;
-    c->list = list;
+    c->l = l;
     c->free_fn = free_fn;
     uv_tcp_init(&w->loop, &c->tcp);
     c->tcp.data = c;
     c->open_handles = 1;
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) < 0) {
+    if (uv_accept((uv_stream_t *)&l->tcp, (uv_stream_t *)&c->tcp) < 0) {
+        c->closed = true;
         uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
         return NULL;
     }
@@ -38,15 +108,15 @@ conn *conn_accept(worker *w, uv_stream_t *listener, size_t size, metrics_proto p
     c->timer.data = c;
     c->open_handles = 2;
     /* linked first, so that every later failure can use conn_close() */
-    c->next = *list;
-    if (*list)
-        (*list)->prev = c;
-    *list = c;
-    metrics_connection(w->metrics, proto, +1);
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    w->conns = c;
+    metrics_connection(w->metrics, l->proto->metric, +1);
     int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
     if ((uint64_t)open > srv->opt.max_connections ||
         atomic_load_explicit(&srv->closing, memory_order_relaxed)) {
-        metrics_connection_rejected(w->metrics, proto);
+        metrics_connection_rejected(w->metrics, l->proto->metric);
         conn_close(c);
         return NULL;
     }
@@ -62,13 +132,13 @@ void conn_close(conn *c)
     if (c->prev)
         c->prev->next = c->next;
     else
-        *c->list = c->next;
+        w->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
     atomic_fetch_sub(&w->srv->connections, 1);
-    metrics_connection(w->metrics, c->proto, -1);
-    if (!w->http_conns && !w->grpc_conns && atomic_load(&w->srv->closing))
-        worker_wake(w); /* the last one: the worker can finish now */
+    metrics_connection(w->metrics, c->l->proto->metric, -1);
+    if (!w->conns && atomic_load(&w->srv->closing))
+        uv_async_send(&w->wake); /* the last one: the worker can finish now */
     uv_close((uv_handle_t *)&c->tcp, on_handle_closed);
     uv_close((uv_handle_t *)&c->timer, on_handle_closed);
 }

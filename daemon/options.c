@@ -5,6 +5,8 @@
  */
 #include "options.h"
 
+#include "stores.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +91,12 @@ static const option options[] = {
      "close a keep-alive connection idle this long"},
     {"request-timeout", "WEIR_REQUEST_TIMEOUT", "DURATION", "10s", K_DURATION,
      AT(request_timeout_ms), "a request must arrive whole within this (slow clients)"},
+    {"max-pipelined", "WEIR_MAX_PIPELINED", "N", "64", K_COUNT, AT(max_pipelined),
+     "HTTP: answers one connection may have pending; reading pauses beyond"},
+    {"decision-timeout", "WEIR_DECISION_TIMEOUT", "DURATION", "1s", K_DURATION,
+     AT(decision_timeout_ms),
+     "answer a decision the store has not made by then (HTTP 504, gRPC DEADLINE_EXCEEDED); "
+     "0 = wait"},
     {"drain-delay", "WEIR_DRAIN_DELAY", "DURATION", "0s", K_DURATION, AT(drain_delay_ms),
      "on SIGTERM, keep serving (with /healthz failing) this long before closing listeners"},
     {"shutdown-timeout", "WEIR_SHUTDOWN_TIMEOUT", "DURATION", "10s", K_DURATION,
@@ -390,8 +398,13 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
                 INT32_MAX);
         return 2;
     }
-    if (strcmp(o->store, "memory") != 0) {
-        fprintf(err, "weir serve: --store '%s': only 'memory' is available\n", o->store);
+    char why[160];
+    if (!stores_check(o->store, why, sizeof(why))) {
+        fprintf(err, "weir serve: --store '%s': %s\n", o->store, why);
+        return 2;
+    }
+    if (o->max_pipelined == 0) {
+        fprintf(err, "weir serve: --max-pipelined must be positive\n");
         return 2;
     }
     return 0;

@@ -37,6 +37,8 @@ typedef struct serve_options {
     uint64_t max_body_bytes;
     uint64_t max_descriptors;
     uint64_t max_batch;
+    uint64_t max_pipelined;      /* HTTP answers pending per connection */
+    int64_t decision_timeout_ms; /* 0 = none of the daemon's */
     int64_t idle_timeout_ms;
     int64_t request_timeout_ms;
     int64_t drain_delay_ms;

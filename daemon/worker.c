@@ -1,24 +1,27 @@
 /*
  * worker.c - one worker thread: its own libuv loop, its own listening
  * sockets (the kernel spreads connections over the workers' sockets with
- * SO_REUSEPORT), its engine reader and its scratch buffers. Nothing here
- * is shared between workers except the server's engine, store, metrics
- * and flags.
+ * SO_REUSEPORT), its store session and engine reader, and its scratch
+ * buffers. Nothing here is shared between workers except the server's
+ * engine, store, metrics and flags, and nothing here names a protocol:
+ * each listener's row of the protocol table does what is particular.
  */
+#include "worker.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "conn.h"
-#include "http.h"
 #include "log.h"
+#include "weir/adapters/libuv.h"
 
 static void set_date(worker *w)
 {
     static const char *const days[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     static const char *const months[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                          "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    time_t t = time(NULL);
+    time_t t = (time_t)(server_now_us(w->srv) / 1000000);
     struct tm tm;
     gmtime_r(&t, &tm);
     snprintf(w->date, sizeof(w->date), "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n",
@@ -26,107 +29,61 @@ static void set_date(worker *w)
              tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-enum { SINK_HTTP = 1, SINK_GRPC = 2 };
-
-void *worker_conn_alloc(worker *w, size_t size)
+int64_t worker_jitter(worker *w)
 {
-    unsigned every = w->srv->fail_conn_alloc;
-    if (every && ++w->conn_allocs % every == 0)
-        return NULL;
-    return calloc(1, size);
-}
-
-static void on_sink_closed(uv_handle_t *h)
-{
-    worker *w = h->data;
-    w->sink_busy = false;
-    unsigned waiting = w->sink_waiting;
-    w->sink_waiting = 0;
-    /* one at a time: a second refusal finds the sink busy and waits again */
-    if ((waiting & SINK_HTTP) && w->http_open)
-        worker_refuse(w, (uv_stream_t *)&w->http);
-    if ((waiting & SINK_GRPC) && w->grpc_open)
-        worker_refuse(w, (uv_stream_t *)&w->grpc);
-}
-
-/* libuv stops watching a listener whose connection was not accepted until
- * it is, so a connection left waiting for memory would stop the listener
- * for good: it is accepted into the worker's own handle, which needs no
- * allocation, and closed at once. The client sees its connection closed. */
-void worker_refuse(worker *w, uv_stream_t *listener)
-{
-    bool grpc = listener == (uv_stream_t *)&w->grpc;
-    if (w->sink_busy) {
-        w->sink_waiting |= grpc ? SINK_GRPC : SINK_HTTP;
-        return;
-    }
-    uv_tcp_init(&w->loop, &w->sink);
-    w->sink.data = w;
-    w->sink_busy = true;
-    if (uv_accept(listener, (uv_stream_t *)&w->sink) == 0) {
-        metrics_connection_rejected(w->metrics, grpc ? PROTO_GRPC : PROTO_HTTP);
-        dlog(WEIR_LOG_WARN, "connection_refused", "reason", "out of memory", "proto",
-             grpc ? "grpc" : "http", NULL);
-    }
-    uv_close((uv_handle_t *)&w->sink, on_sink_closed);
+    int64_t max = w->srv->opt.retry_jitter_s;
+    if (max <= 0)
+        return 0;
+    /* xorshift64: spreading retries needs no cryptographic randomness */
+    w->rng ^= w->rng << 13;
+    w->rng ^= w->rng >> 7;
+    w->rng ^= w->rng << 17;
+    return (int64_t)(w->rng % (uint64_t)(max + 1));
 }
 
 static void on_connection(uv_stream_t *s, int status)
 {
-    worker *w = s->data;
+    listener *l = s->data;
     if (status < 0) {
-        dlog(WEIR_LOG_WARN, "accept_failed", "error", uv_strerror(status), NULL);
+        dlog(WEIR_LOG_WARN, "accept_failed", "proto", l->proto->name, "error", uv_strerror(status),
+             NULL);
         return;
     }
-    if (s == (uv_stream_t *)&w->grpc)
-        grpc_conn_accept(w);
-    else
-        http_conn_accept(w);
+    l->proto->accept(l);
 }
 
-static void close_listener(worker *w)
+static void close_listeners(worker *w)
 {
-    if (w->http_open) {
-        w->http_open = false;
-        uv_close((uv_handle_t *)&w->http, NULL);
-    }
-    if (w->grpc_open) {
-        w->grpc_open = false;
-        uv_close((uv_handle_t *)&w->grpc, NULL);
-    }
+    for (unsigned i = 0; i < w->n_listeners; i++)
+        if (w->listeners[i].open) {
+            w->listeners[i].open = false;
+            uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
+        }
 }
 
-/* Looks at the server's flags: closing shuts the listeners, lets idle
- * HTTP connections go and sends gRPC connections their GOAWAY; stopping
- * closes every connection. Once closing and no connection is left, the
- * loop's own handles close and uv_run returns. */
+/* Looks at the server's flags: closing shuts the listeners and drains
+ * every connection (each protocol its way); stopping closes every
+ * connection. Once closing and no connection is left, the loop's own
+ * handles close and uv_run returns (after the decisions still in flight,
+ * whose timers keep it running, have completed or expired). */
 static void apply_state(worker *w)
 {
     server *s = w->srv;
-    if (w->stopping)
+    if (w->stopping || !atomic_load(&s->closing))
         return;
-    if (atomic_load(&s->closing)) {
-        close_listener(w);
-        bool stop = atomic_load(&s->stopping);
-        for (conn *c = w->http_conns, *next; c; c = next) {
-            next = c->next;
-            if (stop)
-                conn_close(c);
-            else
-                http_conn_drain((http_conn *)c);
-        }
-        for (conn *c = w->grpc_conns, *next; c; c = next) {
-            next = c->next;
-            if (stop)
-                conn_close(c);
-            else
-                grpc_conn_drain((grpc_conn *)c);
-        }
-        if (!w->http_conns && !w->grpc_conns) {
-            w->stopping = true;
-            uv_close((uv_handle_t *)&w->tick, NULL);
-            uv_close((uv_handle_t *)&w->wake, NULL);
-        }
+    close_listeners(w);
+    bool stop = atomic_load(&s->stopping);
+    for (conn *c = w->conns, *next; c; c = next) {
+        next = c->next;
+        if (stop)
+            conn_close(c);
+        else
+            c->l->proto->drain(c);
+    }
+    if (!w->conns) {
+        w->stopping = true;
+        uv_close((uv_handle_t *)&w->tick, NULL);
+        uv_close((uv_handle_t *)&w->wake, NULL);
     }
 }
 
@@ -153,10 +110,35 @@ static void *run(void *arg)
 {
     worker *w = arg;
     uv_run(&w->loop, UV_RUN_DEFAULT);
-    close_listener(w);
+    close_listeners(w);
+    /* Decisions still in flight complete now, into closed connections:
+     * the reader goes with the last of them, the session completes them. */
+    weir_engine_reader_free(w->reader);
+    w->reader = NULL;
+    weir_store_session_free(w->session);
+    w->session = NULL;
     uv_run(&w->loop, UV_RUN_DEFAULT); /* let close callbacks run */
     atomic_fetch_add(&w->srv->workers_done, 1);
     return NULL;
+}
+
+static int start_listener(worker *w, unsigned i)
+{
+    server_listener *sl = &w->srv->listeners[i];
+    listener *l = &w->listeners[i];
+    l->w = w;
+    l->proto = sl->proto;
+    l->index = i;
+    if (l->proto->worker_new && !(l->state = l->proto->worker_new(l)))
+        return UV_ENOMEM;
+    uv_tcp_init(&w->loop, &l->tcp);
+    l->tcp.data = l;
+    l->open = true;
+    w->n_listeners = i + 1;
+    int rc = uv_tcp_open(&l->tcp, sl->fds[w->id]);
+    if (rc >= 0)
+        rc = uv_listen((uv_stream_t *)&l->tcp, 1024, on_connection);
+    return rc;
 }
 
 int worker_start(worker *w)
@@ -171,15 +153,11 @@ int worker_start(worker *w)
         w->rng = 1;
     weir_buf_init(&w->body, SIZE_MAX);
     weir_buf_init(&w->headers, 1u << 20);
-    weir_buf_init(&w->grpc_msg, SIZE_MAX);
     w->rbuf_cap = 64 * 1024;
     w->rbuf = malloc(w->rbuf_cap);
-    weir_api_limits lim = {(size_t)s->opt.max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
-                           (size_t)s->opt.max_batch};
-    w->decoder = weir_api_decoder_new(&lim);
-    w->rls = weir_rls_decoder_new(&lim);
-    if (!w->rbuf || !w->decoder || !w->rls ||
-        weir_engine_reader_new(s->engine, &w->reader) != WEIR_OK)
+    weir_loop_adapter adapter = weir_libuv_adapter(&w->loop);
+    if (!w->rbuf || weir_store_session_new(s->store, &adapter, &w->session) != WEIR_OK ||
+        weir_engine_reader_new_session(s->engine, w->session, &w->reader) != WEIR_OK)
         return UV_ENOMEM;
     w->metrics = metrics_shard_at(s->metrics, w->id);
     set_date(w);
@@ -188,22 +166,9 @@ int worker_start(worker *w)
     uv_timer_init(&w->loop, &w->tick);
     w->tick.data = w;
     uv_timer_start(&w->tick, on_tick, 1000, 1000);
-    if (s->http_fds) {
-        uv_tcp_init(&w->loop, &w->http);
-        w->http.data = w;
-        w->http_open = true;
-        if ((rc = uv_tcp_open(&w->http, s->http_fds[w->id])) < 0 ||
-            (rc = uv_listen((uv_stream_t *)&w->http, 1024, on_connection)) < 0)
+    for (unsigned i = 0; i < s->n_listeners; i++)
+        if ((rc = start_listener(w, i)) < 0)
             return rc;
-    }
-    if (s->grpc_fds) {
-        uv_tcp_init(&w->loop, &w->grpc);
-        w->grpc.data = w;
-        w->grpc_open = true;
-        if ((rc = uv_tcp_open(&w->grpc, s->grpc_fds[w->id])) < 0 ||
-            (rc = uv_listen((uv_stream_t *)&w->grpc, 1024, on_connection)) < 0)
-            return rc;
-    }
     if (pthread_create(&w->thread, NULL, run, w) != 0)
         return UV_EAGAIN;
     return 0;
@@ -213,11 +178,17 @@ void worker_cleanup(worker *w)
 {
     if (w->loop.data != w) /* never started */
         return;
+    if (!w->thread) {
+        /* it failed to start: its loop never ran */
+        close_listeners(w);
+        weir_engine_reader_free(w->reader);
+        weir_store_session_free(w->session);
+        uv_run(&w->loop, UV_RUN_NOWAIT);
+    }
     uv_loop_close(&w->loop);
-    weir_engine_reader_free(w->reader);
-    weir_api_decoder_free(w->decoder);
-    weir_rls_decoder_free(w->rls);
-    weir_buf_free(&w->grpc_msg);
+    for (unsigned i = 0; i < w->n_listeners; i++)
+        if (w->listeners[i].proto->worker_free)
+            w->listeners[i].proto->worker_free(w->listeners[i].state);
     weir_buf_free(&w->body);
     weir_buf_free(&w->headers);
     free(w->rbuf);

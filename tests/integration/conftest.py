@@ -2,7 +2,8 @@
 conftest.py - runs the real `weir serve` for the integration tests.
 
 The binary comes from the environment variable WEIR_BIN (ctest sets it to
-the built target). Each test starts its own daemon on 127.0.0.1 with a
+the built target); WEIR_TEST_STORE, when set, is the --store of every
+daemon that names none. Each test starts its own daemon on 127.0.0.1 with a
 port chosen by the kernel, with its rules in a fresh temporary directory;
 the daemon's stderr is collected line by line by a thread. On teardown
 the daemon gets SIGTERM and must exit 0 within 10 s, and its stderr must
@@ -89,6 +90,11 @@ class Weir:
             # debug adds one line of interest: event=watching, logged once
             # the signal handlers are installed (see _signals_ready)
             flags += ["--log-level", "debug"]
+        store = os.environ.get("WEIR_TEST_STORE")
+        if store and not any(f.startswith("--store") for f in flags):
+            # the whole suite again on another store (ctest runs it on
+            # memory+deferred: every decision completes later)
+            flags += ["--store", store]
         argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
                 "--threads", str(self.threads), "--rules", self.rules_path] + flags
         # settings come from the flags only: no WEIR_* from the caller's shell

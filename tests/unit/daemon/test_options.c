@@ -138,8 +138,8 @@ static void errors_name_the_setting(void **unused)
          "weir serve: --check-header 'NoEquals': not a valid "
          "HEADER=KEY\n"},
         {"--store", "redis://127.0.0.1",
-         "weir serve: --store 'redis://127.0.0.1': only "
-         "'memory' is available\n"},
+         "weir serve: --store 'redis://127.0.0.1': not a store of this build (stores: "
+         "memory)\n"},
         {"--max-descriptors", "65", "weir serve: --max-descriptors must be 1..64\n"},
         {"--max-memory", "99999999999999999999",
          "weir serve: --max-memory "

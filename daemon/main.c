@@ -1,227 +1,60 @@
 /*
- * serve.c - `weir serve`: settings, the rules, the store and the engine,
- * the listening sockets, the workers; then the main thread's own loop
- * handles signals (SIGHUP reloads, SIGTERM/SIGINT drain and stop) and
- * watches the rule files.
+ * main.c - `weir serve`, the composition root: the settings, the store
+ * (from the store table), the rules and the engine, the protocols (one
+ * row each below) and their listening sockets, the workers; then the main
+ * thread's own loop handles signals (SIGHUP reloads, SIGTERM/SIGINT drain
+ * and stop) and watches the rule files. The only file that names every
+ * protocol and every store.
  *
  * Shutdown runs in three steps: draining (/healthz answers 503, everything
  * else is still served) for --drain-delay; closing (listeners closed, idle
- * connections closed, answers in progress finish with Connection: close)
- * for at most --shutdown-timeout; then stopping (every connection closed).
+ * connections closed, answers in progress finish with Connection: close,
+ * decisions in flight complete) for at most --shutdown-timeout; then
+ * stopping (every connection closed).
  */
 #include "serve.h"
 
 #include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "api/rules_text.h"
-#include "http.h"
+#include "grpc/grpc.h"
+#include "http/http.h"
+#include "http/routes.h"
+#include "listen.h"
 #include "log.h"
+#include "stores.h"
+#include "worker.h"
 
-/* Rule errors logged per failed load. */
-#define MAX_LOGGED_ERRORS 20u
 /* Quiet time after a file change before the reload (editors and
  * ConfigMap updates touch several files in a row). */
 #define WATCH_SETTLE_MS 100u
 
-int64_t server_now_us(server *s)
-{
-    return weir_ctx_now_us(s->ctx);
-}
+/* The protocols: each listens where its setting says ("" = off). */
+typedef struct protocol_row {
+    const proto *proto;
+    size_t addr; /* offset of its HOST:PORT in serve_options */
+} protocol_row;
 
-void server_rules_text(server *s, weir_buf *out)
-{
-    pthread_mutex_lock(&s->rules_lock);
-    weir_buf_put(out, s->rules_text, s->rules_text_len);
-    pthread_mutex_unlock(&s->rules_lock);
-}
+static const protocol_row protocols[] = {
+    {&http_proto, offsetof(serve_options, http)},
+    {&grpc_proto, offsetof(serve_options, grpc)},
+};
+#define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
+_Static_assert(N_PROTOCOLS <= SERVER_MAX_LISTENERS, "a listener slot for every protocol");
 
-static void log_rule_errors(const weir_rules_error *errs, size_t n, weir_status st,
-                            const char *path)
+/* The URL @p listens on, or "off". */
+static const char *url_of(const server *s, const proto *p)
 {
-    if (!n) {
-        dlog(WEIR_LOG_ERROR, "rules_error", "path", path, "error", weir_strerror(st), NULL);
-        return;
-    }
-    for (size_t i = 0; i < n && i < MAX_LOGGED_ERRORS; i++) {
-        char line[16], col[16];
-        snprintf(line, sizeof(line), "%u", errs[i].line);
-        snprintf(col, sizeof(col), "%u", errs[i].column);
-        dlog(WEIR_LOG_ERROR, "rules_error", "file", errs[i].file, "line", line, "column", col,
-             "error", errs[i].message, NULL);
-    }
-}
-
-/* Loads the rule path; NULL (errors logged) when it is not valid. */
-static weir_rules *load_rules(server *s)
-{
-    weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0, 0};
-    weir_rules_error *errs = calloc(MAX_LOGGED_ERRORS, sizeof(*errs));
-    if (!errs)
-        return NULL;
-    weir_rules *rules = NULL;
-    size_t n = 0;
-    weir_status st =
-        weir_rules_load(s->ctx, s->opt.rules, &ro, &rules, errs, MAX_LOGGED_ERRORS, &n);
-    if (st != WEIR_OK)
-        log_rule_errors(errs, n, st, s->opt.rules);
-    free(errs);
-    return st == WEIR_OK ? rules : NULL;
-}
-
-/* Swaps in the /v1/rules text of @rules; false when out of memory. */
-static bool set_rules_text(server *s, const weir_rules *rules, bool *changed)
-{
-    weir_buf b;
-    weir_buf_init(&b, SIZE_MAX);
-    weir_api_render_rules(&b, rules);
-    weir_buf_putc(&b, '\0');
-    if (!weir_buf_ok(&b))
-        return false;
-    pthread_mutex_lock(&s->rules_lock);
-    *changed = !s->rules_text || strcmp(s->rules_text, b.p) != 0;
-    char *old = s->rules_text;
-    s->rules_text = b.p;
-    s->rules_text_len = b.len - 1;
-    pthread_mutex_unlock(&s->rules_lock);
-    free(old);
-    return true;
-}
-
-bool server_reload(server *s, const char *why)
-{
-    weir_rules *rules = load_rules(s);
-    if (!rules) {
-        metrics_reload(s->metrics, false);
-        dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "path", s->opt.rules, "kept",
-             "the rules in force", NULL);
-        return false;
-    }
-    bool changed = true;
-    /* A file watch also fires for files that change nothing; only a SIGHUP
-     * reloads identical rules. */
-    char *before = NULL;
-    pthread_mutex_lock(&s->rules_lock);
-    before = s->rules_text ? strdup(s->rules_text) : NULL;
-    pthread_mutex_unlock(&s->rules_lock);
-    weir_buf now;
-    weir_buf_init(&now, SIZE_MAX);
-    weir_api_render_rules(&now, rules);
-    weir_buf_putc(&now, '\0');
-    bool same = before && weir_buf_ok(&now) && strcmp(before, now.p) == 0;
-    free(before);
-    weir_buf_free(&now);
-    if (same && strcmp(why, "signal") != 0) {
-        weir_rules_free(rules);
-        dlog(WEIR_LOG_DEBUG, "rules_unchanged", "reason", why, NULL);
-        return true;
-    }
-    if (!set_rules_text(s, rules, &changed) || weir_engine_reload(s->engine, rules) != WEIR_OK) {
-        weir_rules_free(rules);
-        metrics_reload(s->metrics, false);
-        dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
-        return false;
-    }
-    metrics_reload(s->metrics, true);
-    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, NULL);
-    return true;
-}
-
-/* ------------------------------------------------------------ sockets */
-
-/* Splits "HOST:PORT" or "[V6]:PORT". */
-static bool split_addr(const char *addr, char *host, size_t cap, char *port, size_t pcap)
-{
-    const char *colon;
-    if (addr[0] == '[') {
-        const char *end = strchr(addr, ']');
-        if (!end || end[1] != ':')
-            return false;
-        if ((size_t)(end - addr - 1) >= cap)
-            return false;
-        memcpy(host, addr + 1, (size_t)(end - addr - 1));
-        host[end - addr - 1] = '\0';
-        colon = end + 1;
-    } else {
-        colon = strrchr(addr, ':');
-        if (!colon || (size_t)(colon - addr) >= cap)
-            return false;
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = '\0';
-    }
-    if (!colon[1] || strlen(colon + 1) >= pcap)
-        return false;
-    strcpy(port, colon + 1);
-    return true;
-}
-
-/* Opens @n listening sockets on @addr sharing one port (SO_REUSEPORT);
- * with port 0 the first socket's port is used for the rest. Writes the
- * URL to @url. Returns NULL with @err set. */
-static int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, size_t ucap,
-                       char *err, size_t ecap)
-{
-    char host[SERVE_ADDR_BYTES], port[32];
-    if (!split_addr(addr, host, sizeof(host), port, sizeof(port))) {
-        snprintf(err, ecap, "'%s' is not HOST:PORT", addr);
-        return NULL;
-    }
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    int gai = getaddrinfo(host[0] ? host : NULL, port, &hints, &ai);
-    if (gai != 0) {
-        snprintf(err, ecap, "%s: %s", addr, gai_strerror(gai));
-        return NULL;
-    }
-    int *fds = calloc(n, sizeof(*fds));
-    if (!fds) {
-        freeaddrinfo(ai);
-        snprintf(err, ecap, "out of memory");
-        return NULL;
-    }
-    struct sockaddr_storage bound;
-    socklen_t blen = (socklen_t)ai->ai_addrlen;
-    memcpy(&bound, ai->ai_addr, ai->ai_addrlen);
-    freeaddrinfo(ai);
-    for (unsigned i = 0; i < n; i++) {
-        int one = 1;
-        int fd = socket(bound.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) < 0 ||
-            bind(fd, (struct sockaddr *)&bound, blen) < 0 || listen(fd, 1024) < 0) {
-            snprintf(err, ecap, "%s: %s", addr, strerror(errno));
-            if (fd >= 0)
-                close(fd);
-            for (unsigned j = 0; j < i; j++)
-                close(fds[j]);
-            free(fds);
-            return NULL;
-        }
-        fds[i] = fd;
-        if (i == 0 && getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
-            snprintf(err, ecap, "%s: %s", addr, strerror(errno));
-            close(fd);
-            free(fds);
-            return NULL;
-        }
-    }
-    unsigned p = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-                                                   : ((struct sockaddr_in *)&bound)->sin_port);
-    bool v6 = strchr(host, ':') != NULL;
-    snprintf(url, ucap, "%s://%s%s%s:%u", scheme, v6 ? "[" : "", host[0] ? host : "0.0.0.0",
-             v6 ? "]" : "", p);
-    return fds;
+    for (unsigned i = 0; i < s->n_listeners; i++)
+        if (s->listeners[i].proto == p)
+            return s->listeners[i].url;
+    return "off";
 }
 
 /* ------------------------------------------------------------ main loop */
@@ -415,22 +248,68 @@ static void main_run(main_loop *m, bool serving)
 
 /* ------------------------------------------------------------ start, stop */
 
+/* WEIR_TEST_CLOCK_START=<Unix seconds>: the service's clock starts there
+ * and runs on with the wall clock, so tests know where windows begin and
+ * never wait for the top of an hour. For the tests, not a setting: no
+ * flag, no --help line. */
+static int64_t test_clock(void *ud)
+{
+    return weir_clock_realtime_us(NULL) + *(const int64_t *)ud;
+}
+
+static int64_t clock_offset_us;
+
+static weir_clock_fn clock_of_environment(void)
+{
+    const char *start = getenv("WEIR_TEST_CLOCK_START");
+    if (!start || !*start)
+        return NULL;
+    char *end;
+    long long t = strtoll(start, &end, 10);
+    if (*end || t < 0 || t > 100000000000LL)
+        return NULL;
+    clock_offset_us = (int64_t)t * 1000000 - weir_clock_realtime_us(NULL);
+    return test_clock;
+}
+
+static int open_listeners(server *s)
+{
+    for (size_t i = 0; i < N_PROTOCOLS; i++) {
+        const char *addr = (const char *)&s->opt + protocols[i].addr;
+        if (!addr[0])
+            continue;
+        server_listener *l = &s->listeners[s->n_listeners];
+        char err[512];
+        l->proto = protocols[i].proto;
+        l->fds = listen_all(addr, s->n_workers, "http", l->url, sizeof(l->url), err, sizeof(err));
+        if (!l->fds) {
+            fprintf(stderr, "weir serve: --%s %s\n", l->proto->name, err);
+            return 1;
+        }
+        s->n_listeners++;
+    }
+    return 0;
+}
+
 static int start(server *s)
 {
-    weir_ctx_options co = {sizeof(co), NULL, NULL, NULL, dlog_lib, NULL, s->opt.log_level};
+    weir_clock_fn clock = clock_of_environment();
+    weir_ctx_options co = {sizeof(co), NULL, clock,         &clock_offset_us,
+                           dlog_lib,    NULL, s->opt.log_level};
     if (weir_ctx_new(&co, &s->ctx) != WEIR_OK)
         return 1;
-    weir_memstore_options mo = {sizeof(mo), s->opt.max_memory, 0, 0, 0};
-    if (weir_memstore_new(s->ctx, &mo, &s->store) != WEIR_OK)
+    char msg[256];
+    if (stores_open(s->ctx, &s->opt, &s->store, msg, sizeof(msg)) != WEIR_OK) {
+        fprintf(stderr, "weir serve: --store '%s': %s\n", s->opt.store, msg);
         return 1;
-    weir_rules *rules = load_rules(s);
+    }
+    weir_rules *rules = server_load_rules(s);
     if (!rules) {
         fprintf(stderr, "weir serve: %s: the rules did not load (see above)\n", s->opt.rules);
         return 1;
     }
-    bool changed;
     weir_engine_options eo = {sizeof(eo), s->store};
-    if (!set_rules_text(s, rules, &changed) ||
+    if (!server_set_rules_text(s, rules) ||
         weir_engine_new(s->ctx, &eo, rules, &s->engine) != WEIR_OK) {
         weir_rules_free(rules);
         fprintf(stderr, "weir serve: cannot start the engine\n");
@@ -439,28 +318,9 @@ static int start(server *s)
     metrics_reload(s->metrics, true);
     dlog(WEIR_LOG_INFO, "rules_loaded", "reason", "start", "path", s->opt.rules, NULL);
 
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    s->n_workers = s->opt.threads ? s->opt.threads : (unsigned)(cores > 0 ? cores : 1);
     s->workers = calloc(s->n_workers, sizeof(*s->workers));
-    if (!s->workers)
+    if (!s->workers || open_listeners(s) != 0)
         return 1;
-    char err[512];
-    if (s->opt.http[0]) {
-        s->http_fds = listen_all(s->opt.http, s->n_workers, "http", s->http_url,
-                                 sizeof(s->http_url), err, sizeof(err));
-        if (!s->http_fds) {
-            fprintf(stderr, "weir serve: --http %s\n", err);
-            return 1;
-        }
-    }
-    if (s->opt.grpc[0]) {
-        s->grpc_fds = listen_all(s->opt.grpc, s->n_workers, "http", s->grpc_url,
-                                 sizeof(s->grpc_url), err, sizeof(err));
-        if (!s->grpc_fds) {
-            fprintf(stderr, "weir serve: --grpc %s\n", err);
-            return 1;
-        }
-    }
     if (s->opt.resp[0])
         dlog(WEIR_LOG_WARN, "listener_unavailable", "protocol", "resp", "address", s->opt.resp,
              "reason", "not implemented in this version", NULL);
@@ -475,18 +335,18 @@ static int start(server *s)
     }
     char threads[16];
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
-    dlog(WEIR_LOG_INFO, "listening", "http", s->http_url[0] ? s->http_url : "off", "grpc",
-         s->grpc_url[0] ? s->grpc_url : "off", "threads", threads, "store", s->opt.store, "version",
-         weir_version(), NULL);
-    if (s->http_url[0]) {
+    const char *http = url_of(s, &http_proto), *grpc = url_of(s, &grpc_proto);
+    dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "threads", threads, "store",
+         s->opt.store, "version", weir_version(), NULL);
+    if (strcmp(http, "off") != 0) {
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
                "  health:  %s/healthz\n  metrics: %s/metrics\n  rules:   %s/v1/rules\n",
-               weir_version(), s->opt.rules, s->http_url, s->http_url, s->http_url, s->http_url);
+               weir_version(), s->opt.rules, http, http, http, http);
         fflush(stdout);
     }
-    if (s->grpc_url[0]) {
-        printf("  grpc:    %s (envoy.service.ratelimit.v3.RateLimitService)\n", s->grpc_url);
+    if (strcmp(grpc, "off") != 0) {
+        printf("  grpc:    %s (envoy.service.ratelimit.v3.RateLimitService)\n", grpc);
         fflush(stdout);
     }
     return 0;
@@ -500,8 +360,8 @@ static void stop(server *s)
         worker_cleanup(&s->workers[i]);
     }
     free(s->workers);
-    free(s->http_fds);
-    free(s->grpc_fds);
+    for (unsigned i = 0; i < s->n_listeners; i++)
+        free(s->listeners[i].fds);
     weir_engine_free(s->engine);
     weir_store_free(s->store);
     weir_ctx_free(s->ctx);
@@ -525,7 +385,11 @@ int weir_cli_serve(int argc, char **argv)
         srv.fail_conn_alloc = (unsigned)strtoul(fail, NULL, 10);
     signal(SIGPIPE, SIG_IGN);
     pthread_mutex_init(&srv.rules_lock, NULL);
-    srv.metrics = metrics_new(srv.opt.threads ? srv.opt.threads : 64, routes_names, routes_count);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    srv.n_workers = srv.opt.threads ? srv.opt.threads : (unsigned)(cores > 0 ? cores : 1);
+    /* one metrics shard per worker: a worker's counters take no lock but
+     * the scrape's */
+    srv.metrics = metrics_new(srv.n_workers, routes_names, routes_count);
     if (!srv.metrics) {
         fprintf(stderr, "weir serve: out of memory\n");
         return 1;

@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
+#include "calls.h"
+#include "conn_write.h"
 #include "grpc.h"
 
 /* How long a closing connection is drained after its last bytes. */
@@ -24,20 +25,18 @@
 /* Bytes taken from the codec per write. */
 #define WRITE_BUDGET (256u * 1024u)
 
-struct grpc_conn {
+typedef struct grpc_conn {
     conn base; /* first: a grpc_conn is a conn */
     weir_grpc_h2 *h2;
-    weir_buf out[2]; /* out[cur] fills; the other may be in flight */
-    int cur;
-    bool writing;
-    uv_write_t wreq;
+    conn_writer wr;
     int64_t last_read_ns; /* for the idle timeout */
     int64_t drain_ns;     /* when the GOAWAY notice went out; 0 = not draining */
     bool final_sent;      /* the final GOAWAY is asked for */
     bool ending;          /* no more input: send what is left, then finish */
     bool paused;          /* reading stopped until the stuck write completes */
+    bool in_recv;         /* inside weir_grpc_h2_recv(): the codec sends after */
     int64_t paused_ns;
-};
+} grpc_conn;
 
 static int64_t now_ns(void)
 {
@@ -53,12 +52,11 @@ static void conn_free(conn *base)
 {
     grpc_conn *c = (grpc_conn *)base;
     weir_grpc_h2_free(c->h2);
-    weir_buf_free(&c->out[0]);
-    weir_buf_free(&c->out[1]);
+    conn_writer_free(&c->wr);
     free(c);
 }
 
-void grpc_conn_close(grpc_conn *c)
+static void grpc_conn_close(grpc_conn *c)
 {
     conn_close(&c->base);
 }
@@ -147,19 +145,11 @@ static void on_timer(uv_timer_t *t)
 
 /* ------------------------------------------------------------ writing */
 
-static void on_write(uv_write_t *req, int status)
+static void on_written(conn *base)
 {
-    grpc_conn *c = req->data;
-    c->writing = false;
-    weir_buf_clear(&c->out[c->cur ^ 1]);
-    if (c->base.closed)
-        return;
-    if (status < 0) {
-        grpc_conn_close(c);
-        return;
-    }
+    grpc_conn *c = (grpc_conn *)base;
     pump(c);
-    if (!c->base.closed && c->paused && !c->writing) {
+    if (!c->base.closed && c->paused && !c->wr.writing) {
         c->paused = false;
         uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
         rearm(c, now_ns());
@@ -170,36 +160,18 @@ static void on_write(uv_write_t *req, int status)
  * connection when the codec is done or the connection is ending. */
 static void pump(grpc_conn *c)
 {
-    while (!c->writing && !c->base.closed) {
-        weir_buf *b = &c->out[c->cur];
+    while (!c->wr.writing && !c->base.closed) {
+        weir_buf *b = conn_writer_buf(&c->wr);
         if (!weir_grpc_h2_send(c->h2, b, WRITE_BUDGET)) {
             grpc_conn_close(c);
             return;
         }
         if (!b->len)
             break;
-        uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
-        int n = uv_try_write((uv_stream_t *)&c->base.tcp, &ub, 1);
-        if (n == (int)b->len) {
-            weir_buf_clear(b);
-            continue; /* there may be more */
-        }
-        if (n < 0 && n != UV_EAGAIN) {
-            grpc_conn_close(c);
+        if (!conn_writer_flush(&c->wr))
             return;
-        }
-        size_t done = n > 0 ? (size_t)n : 0;
-        ub = uv_buf_init(b->p + done, (unsigned)(b->len - done));
-        c->wreq.data = c;
-        c->writing = true;
-        c->cur ^= 1;
-        if (uv_write(&c->wreq, (uv_stream_t *)&c->base.tcp, &ub, 1, on_write) < 0) {
-            c->writing = false;
-            grpc_conn_close(c);
-        }
-        return;
     }
-    if (c->base.closed || c->writing)
+    if (c->base.closed || c->wr.writing)
         return;
     if (c->ending || weir_grpc_h2_done(c->h2))
         finish(c);
@@ -210,7 +182,7 @@ static void pump(grpc_conn *c)
 static void on_call(void *arg, weir_grpc_h2 *h2, const weir_grpc_call *call)
 {
     grpc_conn *c = arg;
-    grpc_calls_handle(c->base.w, h2, call);
+    grpc_calls_handle(c->base.l->state, &c->base, h2, call);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -224,14 +196,17 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     int64_t now = now_ns();
     c->last_read_ns = now;
-    if (!weir_grpc_h2_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread, now)) {
+    c->in_recv = true;
+    bool ok = weir_grpc_h2_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread, now);
+    c->in_recv = false;
+    if (!ok) {
         c->ending = true; /* a connection error: its GOAWAY goes out, then close */
         uv_read_stop((uv_stream_t *)&c->base.tcp);
     }
     pump(c);
     if (c->base.closed || c->base.lingering)
         return;
-    if (c->writing && !c->paused && !c->ending) {
+    if (c->wr.writing && !c->paused && !c->ending) {
         /* The socket takes no more: stop reading until it does, so a
          * client that sends calls but reads no answers holds only what
          * one read produced. */
@@ -242,10 +217,20 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     rearm(c, now);
 }
 
-/* ------------------------------------------------------------ life */
+/* ------------------------------------------------------------ the protocol */
 
-void grpc_conn_drain(grpc_conn *c)
+static void grpc_kick(conn *base)
 {
+    grpc_conn *c = (grpc_conn *)base;
+    if (c->in_recv || base->closed || base->lingering)
+        return; /* on_read sends what the codec has once recv returns */
+    pump(c);
+    rearm(c, now_ns());
+}
+
+static void grpc_drain(conn *base)
+{
+    grpc_conn *c = (grpc_conn *)base;
     if (c->base.closed || c->base.lingering || c->drain_ns)
         return;
     c->drain_ns = now_ns();
@@ -254,15 +239,13 @@ void grpc_conn_drain(grpc_conn *c)
     rearm(c, c->drain_ns);
 }
 
-void grpc_conn_accept(worker *w)
+static void grpc_accept(listener *l)
 {
-    server *srv = w->srv;
-    grpc_conn *c = (grpc_conn *)conn_accept(w, (uv_stream_t *)&w->grpc, sizeof(*c), PROTO_GRPC,
-                                            &w->grpc_conns, conn_free);
+    server *srv = l->w->srv;
+    grpc_conn *c = (grpc_conn *)conn_accept(l, sizeof(grpc_conn), conn_free);
     if (!c)
         return;
-    weir_buf_init(&c->out[0], SIZE_MAX);
-    weir_buf_init(&c->out[1], SIZE_MAX);
+    conn_writer_init(&c->wr, &c->base, on_written);
     const serve_options *o = &srv->opt;
     weir_grpc_h2_limits lim = {
         .max_streams = (uint32_t)o->grpc_max_streams,
@@ -284,3 +267,23 @@ void grpc_conn_accept(worker *w)
     uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
     rearm(c, c->last_read_ns);
 }
+
+static void *grpc_worker_new(listener *l)
+{
+    return grpc_calls_new(&l->w->srv->opt);
+}
+
+static void grpc_worker_free(void *state)
+{
+    grpc_calls_free(state);
+}
+
+const proto grpc_proto = {
+    .name = "grpc",
+    .metric = PROTO_GRPC,
+    .worker_new = grpc_worker_new,
+    .worker_free = grpc_worker_free,
+    .accept = grpc_accept,
+    .drain = grpc_drain,
+    .kick = grpc_kick,
+};

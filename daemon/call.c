@@ -1,0 +1,179 @@
+/*
+ * call.c - decisions in flight (call.h): the request copied into one
+ * block with the statuses, the engine's completion and the deadline
+ * racing to answer first, and the block freed once both the engine and
+ * the timer are done with it.
+ */
+#include "call.h"
+
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t align_up(size_t n)
+{
+    return (n + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+}
+
+/* Entries of @d that can be copied (none without an array: the engine
+ * refuses such a descriptor). */
+static size_t entries_of(const weir_descriptor *d)
+{
+    return d->entries ? d->n_entries : 0;
+}
+
+/* Bytes of the copy of @req past the call itself: descriptors, entries,
+ * overrides, then the strings. */
+static size_t copy_bytes(const weir_request *req, size_t *strings)
+{
+    size_t entries = 0, overrides = 0, bytes = req->domain ? req->domain_len : 0;
+    size_t nd = req->descriptors ? req->n_descriptors : 0; /* none: the engine refuses it */
+    for (size_t d = 0; d < nd; d++) {
+        const weir_descriptor *ds = &req->descriptors[d];
+        entries += entries_of(ds);
+        overrides += ds->limit != NULL;
+        for (size_t k = 0; k < entries_of(ds); k++)
+            bytes += (ds->entries[k].key ? ds->entries[k].key_len : 0) +
+                     (ds->entries[k].value ? ds->entries[k].value_len : 0);
+    }
+    *strings = bytes;
+    return nd * (sizeof(weir_descriptor) + sizeof(weir_descriptor_status)) +
+           entries * sizeof(weir_entry) + overrides * sizeof(weir_limit_override);
+}
+
+/* Copies @n bytes to *@at and returns the copy (NULL stays NULL). */
+static const char *put(char **at, const char *p, size_t n)
+{
+    if (!p)
+        return NULL;
+    char *out = *at;
+    if (n)
+        memcpy(out, p, n);
+    *at += n;
+    return out;
+}
+
+static void copy_request(call *c, const weir_request *req, unsigned char *mem)
+{
+    size_t nd = req->descriptors ? req->n_descriptors : 0;
+    weir_descriptor_status *st = (weir_descriptor_status *)mem;
+    weir_descriptor *descs = (weir_descriptor *)(st + nd);
+    unsigned char *p = (unsigned char *)(descs + nd);
+    weir_limit_override *ovr = (weir_limit_override *)p;
+    for (size_t d = 0; d < nd; d++)
+        ovr += req->descriptors[d].limit != NULL;
+    weir_entry *entries = (weir_entry *)ovr;
+    size_t ne = 0;
+    for (size_t d = 0; d < nd; d++)
+        ne += entries_of(&req->descriptors[d]);
+    char *strings = (char *)(entries + ne);
+    ovr = (weir_limit_override *)p;
+    c->req = *req;
+    c->req.domain = put(&strings, req->domain, req->domain_len);
+    c->req.descriptors = req->descriptors ? descs : NULL;
+    c->st = st;
+    for (size_t d = 0; d < nd; d++) {
+        const weir_descriptor *in = &req->descriptors[d];
+        descs[d] = *in;
+        descs[d].entries = in->entries ? entries : NULL;
+        for (size_t k = 0; k < entries_of(in); k++) {
+            const weir_entry *e = &in->entries[k];
+            entries[k].key = put(&strings, e->key, e->key_len);
+            entries[k].key_len = e->key_len;
+            entries[k].value = put(&strings, e->value, e->value_len);
+            entries[k].value_len = e->value_len;
+        }
+        entries += entries_of(in);
+        if (in->limit) {
+            *ovr = *in->limit;
+            descs[d].limit = ovr++;
+        }
+    }
+}
+
+call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t data_bytes,
+               uint64_t t0_ns)
+{
+    size_t strings;
+    size_t head = align_up(sizeof(call));
+    size_t data = align_up(data_bytes);
+    size_t size = head + data + copy_bytes(req, &strings) + strings;
+    call *c = calloc(1, size);
+    if (!c)
+        return NULL;
+    c->conn = cn;
+    c->ops = ops;
+    c->t0_ns = t0_ns;
+    c->data = data_bytes ? (unsigned char *)c + head : NULL;
+    copy_request(c, req, (unsigned char *)c + head + data);
+    conn_call_begin(cn);
+    return c;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+void call_free(call *c)
+{
+    conn *cn = c->conn;
+    if (c->timer_used)
+        uv_close((uv_handle_t *)&c->timer, on_timer_closed);
+    else
+        free(c);
+    conn_call_end(cn);
+}
+
+/* The engine is done with a call it took. */
+static void release(call *c)
+{
+    if (c->ops->done)
+        c->ops->done(c);
+    call_free(c);
+}
+
+static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+{
+    call *c = arg;
+    c->completed = true;
+    if (!c->answered && !c->conn->closed) {
+        c->answered = true;
+        c->ops->decided(c, overall, st, n);
+    }
+    c->answered = true;
+    /* inline, call_decide() frees it once weir_engine_decide() returned */
+    if (!c->deciding)
+        release(c);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    call *c = t->data;
+    if (c->answered)
+        return;
+    c->answered = true;
+    if (!c->conn->closed)
+        c->ops->expired(c);
+}
+
+weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
+{
+    c->now_us = now_us;
+    c->deciding = true;
+    weir_status st = weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
+    c->deciding = false;
+    if (st != WEIR_OK)
+        return st;
+    if (c->completed) {
+        release(c);
+        return WEIR_OK;
+    }
+    if (timeout_ms > 0) {
+        uv_timer_init(&w->loop, &c->timer);
+        c->timer.data = c;
+        c->timer_used = true;
+        uv_timer_start(&c->timer, on_deadline, (uint64_t)timeout_ms, 0);
+    }
+    return WEIR_OK;
+}

@@ -1,0 +1,209 @@
+/*
+ * calls.c - the gRPC methods (calls.h). A decision's answer is encoded in
+ * the call's decided() hook, inside the engine's callback, where the
+ * statuses and the rules they point to are valid.
+ */
+#include "calls.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "grpc/rls.h"
+
+#define SHOULD_RATE_LIMIT "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+#define HEALTH_CHECK "/grpc.health.v1.Health/Check"
+
+struct grpc_calls {
+    weir_rls_decoder *rls; /* ShouldRateLimit requests */
+    weir_buf msg;          /* scratch: a response message */
+};
+
+grpc_calls *grpc_calls_new(const serve_options *o)
+{
+    grpc_calls *gc = calloc(1, sizeof(*gc));
+    if (!gc)
+        return NULL;
+    weir_api_limits lim = {(size_t)o->max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
+                           (size_t)o->max_batch};
+    weir_buf_init(&gc->msg, SIZE_MAX);
+    if (!(gc->rls = weir_rls_decoder_new(&lim))) {
+        free(gc);
+        return NULL;
+    }
+    return gc;
+}
+
+void grpc_calls_free(grpc_calls *gc)
+{
+    if (!gc)
+        return;
+    weir_rls_decoder_free(gc->rls);
+    weir_buf_free(&gc->msg);
+    free(gc);
+}
+
+/* Where an answer goes, and since when it is awaited. */
+typedef struct stream {
+    conn *cn;
+    weir_grpc_h2 *h2;
+    int32_t id;
+    uint64_t t0_ns;
+} stream;
+
+static void answer(const stream *s, int code, const char *message, const weir_buf *m)
+{
+    if (m && !weir_buf_ok(m)) {
+        code = WEIR_GRPC_INTERNAL;
+        message = "out of memory";
+        m = NULL;
+    }
+    weir_grpc_h2_respond(s->h2, s->id, code, message, m ? (const uint8_t *)m->p : NULL,
+                         m ? m->len : 0);
+    metrics_request(s->cn->w->metrics, PROTO_GRPC, (int64_t)(uv_hrtime() - s->t0_ns), 0, 0);
+}
+
+/* ------------------------------------------------------------ ShouldRateLimit */
+
+typedef struct rls_call {
+    stream s;
+    grpc_calls *gc;
+} rls_call;
+
+static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
+{
+    rls_call *rc = c->data;
+    worker *w = c->conn->w;
+    grpc_calls *gc = rc->gc;
+    const serve_options *o = &w->srv->opt;
+    metrics_decision(w->metrics, &c->req, st, n);
+    weir_api_decision dec = {overall, st, n};
+    const weir_buf *headers = NULL;
+    if (o->grpc_response_headers) {
+        weir_buf_clear(&w->headers);
+        weir_api_render_headers(&w->headers, &dec, &o->headers, c->now_us, worker_jitter(w));
+        headers = &w->headers;
+    }
+    const char *raw = NULL;
+    size_t raw_len = 0;
+    if (o->grpc_raw_body && overall == WEIR_CODE_OVER_LIMIT) {
+        weir_buf_clear(&w->body);
+        weir_api_render_problem(&w->body, &dec, weir_api_retry_after_s(&dec));
+        raw = w->body.p ? w->body.p : "";
+        raw_len = w->body.len;
+    }
+    weir_buf_clear(&gc->msg);
+    weir_rls_encode_response(&gc->msg, &dec, headers, raw, raw_len);
+    if ((headers && !weir_buf_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
+        gc->msg.failed = true;
+    answer(&rc->s, WEIR_GRPC_OK, NULL, &gc->msg);
+    c->conn->l->proto->kick(c->conn);
+}
+
+static void on_expired(call *c)
+{
+    rls_call *rc = c->data;
+    answer(&rc->s, WEIR_GRPC_DEADLINE_EXCEEDED, "no decision before the deadline", NULL);
+    c->conn->l->proto->kick(c->conn);
+}
+
+static const call_ops rls_call_ops = {on_decided, on_expired, NULL};
+
+/* Milliseconds until the call's answer is due: its grpc-timeout or
+ * --decision-timeout, whichever comes first; at least 1. */
+static int64_t timeout_ms(const serve_options *o, const weir_grpc_call *gcall, uint64_t now_ns)
+{
+    int64_t ms = o->decision_timeout_ms > 0 ? o->decision_timeout_ms : INT64_MAX;
+    if (gcall->deadline_ns != INT64_MAX) {
+        int64_t left = gcall->deadline_ns - (int64_t)now_ns;
+        int64_t left_ms = left <= 0 ? 1 : (left + 999999) / 1000000;
+        if (left_ms < ms)
+            ms = left_ms;
+    }
+    return ms == INT64_MAX ? 0 : ms;
+}
+
+static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    worker *w = s->cn->w;
+    weir_grpc_error err;
+    if (!weir_rls_decode(gc->rls, gcall->msg, gcall->msg_len, &err)) {
+        answer(s, err.code, err.message, NULL);
+        return;
+    }
+    const weir_request *req = weir_rls_request(gc->rls);
+    char msg[192];
+    const char *why = weir_api_refusal(req, msg, sizeof(msg));
+    if (why) {
+        answer(s, WEIR_GRPC_INVALID_ARGUMENT, why, NULL);
+        return;
+    }
+    call *c = call_new(s->cn, &rls_call_ops, req, sizeof(rls_call), s->t0_ns);
+    if (!c) {
+        answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+        return;
+    }
+    rls_call *rc = c->data;
+    rc->s = *s;
+    rc->gc = gc;
+    weir_status st = call_decide(c, w, server_now_us(w->srv),
+                                 timeout_ms(&w->srv->opt, gcall, uv_hrtime()));
+    if (st == WEIR_OK)
+        return;
+    call_free(c);
+    if (st == WEIR_EINVAL || st == WEIR_ERANGE) {
+        snprintf(msg, sizeof(msg), "invalid request: %s", weir_strerror(st));
+        answer(s, WEIR_GRPC_INVALID_ARGUMENT, msg, NULL);
+    } else {
+        snprintf(msg, sizeof(msg), "cannot decide: %s", weir_strerror(st));
+        answer(s, WEIR_GRPC_INTERNAL, msg, NULL);
+    }
+}
+
+/* ------------------------------------------------------------ health */
+
+static void health_check(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    char service[256];
+    weir_grpc_error err;
+    if (!weir_health_decode(gcall->msg, gcall->msg_len, service, sizeof(service), &err)) {
+        answer(s, err.code, err.message, NULL);
+        return;
+    }
+    if (service[0] && strcmp(service, "ratelimit") != 0) {
+        answer(s, WEIR_GRPC_NOT_FOUND, "unknown service", NULL);
+        return;
+    }
+    bool draining = atomic_load(&s->cn->w->srv->draining);
+    weir_buf_clear(&gc->msg);
+    weir_health_encode(&gc->msg, draining ? WEIR_HEALTH_NOT_SERVING : WEIR_HEALTH_SERVING);
+    answer(s, WEIR_GRPC_OK, NULL, &gc->msg);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+typedef void (*method_fn)(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall);
+
+static const struct {
+    const char *path;
+    method_fn fn;
+} methods[] = {
+    {SHOULD_RATE_LIMIT, should_rate_limit},
+    {HEALTH_CHECK, health_check},
+};
+
+void grpc_calls_handle(grpc_calls *gc, conn *cn, weir_grpc_h2 *h2, const weir_grpc_call *gcall)
+{
+    stream s = {cn, h2, gcall->stream_id, uv_hrtime()};
+    for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+        if (gcall->path_len == strlen(methods[i].path) &&
+            memcmp(gcall->path, methods[i].path, gcall->path_len) == 0) {
+            methods[i].fn(gc, &s, gcall);
+            return;
+        }
+    char msg[160];
+    snprintf(msg, sizeof(msg), "unknown method %.*s",
+             (int)(gcall->path_len > 100 ? 100 : gcall->path_len), gcall->path);
+    answer(&s, WEIR_GRPC_UNIMPLEMENTED, msg, NULL);
+}

@@ -1,0 +1,390 @@
+/*
+ * conn.c - one HTTP/1.1 client connection on a worker's loop: reads into
+ * the codec, hands whole requests to the routes, and sends the answers in
+ * request order. Each request gets an answer in the connection's queue;
+ * answers are sent as soon as every one before them is ready, so
+ * pipelined requests whose decisions complete out of order are still
+ * answered in order, several in one write.
+ *
+ * Backpressure: reading pauses while more than --max-pipelined answers
+ * wait (the bytes read and not yet parsed are kept), or while more than
+ * MAX_QUEUED_OUT bytes wait on a client that is not reading.
+ *
+ * Timeouts: a connection idle between requests is closed after
+ * --idle-timeout; a request must arrive whole within --request-timeout
+ * from its first byte, however slowly it trickles (a slowloris gets 408).
+ * A connection that ends after an error is half-closed and drained for a
+ * moment before it is closed, so the client reads the answer instead of a
+ * reset.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conn_write.h"
+#include "http.h"
+#include "log.h"
+#include "routes.h"
+
+/* How long a closing connection is drained after its last answer. */
+#define LINGER_MS 2000
+/* Queued answer bytes above which reading pauses until they are written. */
+#define MAX_QUEUED_OUT (1u << 20)
+/* Route number of requests that match none (the last route name). */
+#define ROUTE_OTHER (routes_count - 1)
+
+/* What the connection's one timer measures. */
+typedef enum timer_mode {
+    T_IDLE,    /* between requests: --idle-timeout */
+    T_REQUEST, /* from a request's first byte to its end: --request-timeout */
+    T_SEND,    /* reading paused until the client takes its answers: --idle-timeout */
+} timer_mode;
+
+typedef struct http_conn {
+    conn base; /* first: an http_conn is a conn */
+    weir_http1 *parser;
+    void *parser_mem; /* the parser and its request buffer, one block */
+    conn_writer wr;
+    http_answer *head, *tail; /* answers not yet sent, in request order */
+    http_answer *spare;       /* sent answers, kept for the next requests */
+    unsigned queued;          /* answers between head and tail */
+    char *stash;              /* bytes read and not yet parsed (reading paused) */
+    size_t stash_len;
+    timer_mode tmode;
+    bool processing;        /* inside process(): answers go out at its end */
+    bool no_more;           /* a request ends the connection: parse no more */
+    bool close_after_write; /* an answer that ends the connection is queued */
+    bool paused;            /* reading stopped (answers or bytes waiting) */
+} http_conn;
+
+static void conn_free(conn *base)
+{
+    http_conn *c = (http_conn *)base;
+    conn_writer_free(&c->wr);
+    for (int pass = 0; pass < 2; pass++)
+        for (http_answer *a = pass ? c->spare : c->head, *next; a; a = next) {
+            next = a->next;
+            weir_buf_free(&a->bytes);
+            free(a);
+        }
+    free(c->stash);
+    free(c->parser_mem);
+    free(c);
+}
+
+static void on_timer(uv_timer_t *t);
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static void pump(http_conn *c);
+
+static void arm(http_conn *c, timer_mode mode, int64_t ms)
+{
+    c->tmode = mode;
+    uv_timer_start(&c->base.timer, on_timer, (uint64_t)ms, 0);
+}
+
+/* Arms the timer for what the connection waits for from the client: the
+ * rest of a request begun (its deadline runs from its first byte), or the
+ * next one. */
+static void arm_for_input(http_conn *c)
+{
+    const serve_options *o = &c->base.w->srv->opt;
+    if (weir_http1_in_request(c->parser)) {
+        if (c->tmode != T_REQUEST)
+            arm(c, T_REQUEST, o->request_timeout_ms);
+    } else {
+        arm(c, T_IDLE, o->idle_timeout_ms);
+    }
+}
+
+/* ------------------------------------------------------------ answers */
+
+/* A new answer at the end of the queue; NULL when out of memory. */
+static http_answer *answer_new(http_conn *c)
+{
+    http_answer *a = c->spare;
+    if (a) {
+        c->spare = a->next;
+        weir_buf_clear(&a->bytes);
+    } else {
+        if (!(a = malloc(sizeof(*a))))
+            return NULL;
+        weir_buf_init(&a->bytes, SIZE_MAX);
+    }
+    a->next = NULL;
+    a->conn = &c->base;
+    a->ready = false;
+    a->keep_alive = false;
+    a->head = false;
+    a->http10 = false;
+    a->close_after = false;
+    a->route = ROUTE_OTHER;
+    a->t0_ns = uv_hrtime();
+    if (c->tail)
+        c->tail->next = a;
+    else
+        c->head = a;
+    c->tail = a;
+    c->queued++;
+    return a;
+}
+
+/* Moves the ready answers at the head of the queue to the writer. */
+static void send_ready(http_conn *c)
+{
+    while (c->head && c->head->ready && !c->close_after_write) {
+        http_answer *a = c->head;
+        weir_buf_put(conn_writer_buf(&c->wr), a->bytes.p, a->bytes.len);
+        if (a->close_after)
+            c->close_after_write = true;
+        c->head = a->next;
+        if (!c->head)
+            c->tail = NULL;
+        c->queued--;
+        /* sent, so no call holds it any more (a call answers once) */
+        a->next = c->spare;
+        c->spare = a;
+    }
+}
+
+/* ------------------------------------------------------------ reading */
+
+static size_t host_count(const weir_http1_request *req)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < req->n_headers; i++)
+        n += req->headers[i].name.n == 4 && strncasecmp(req->headers[i].name.p, "host", 4) == 0;
+    return n;
+}
+
+static void pause_reading(http_conn *c)
+{
+    if (!c->paused) {
+        c->paused = true;
+        uv_read_stop((uv_stream_t *)&c->base.tcp);
+    }
+}
+
+/* Keeps @n bytes not yet parsed for when reading resumes; false when out
+ * of memory (the connection is then closed). */
+static bool stash(http_conn *c, const char *data, size_t n)
+{
+    char *p = malloc(n);
+    if (!p) {
+        conn_close(&c->base);
+        return false;
+    }
+    memcpy(p, data, n);
+    c->stash = p;
+    c->stash_len = n;
+    return true;
+}
+
+/* Feeds @n bytes to the codec and hands every whole request in them to
+ * the routes, until too many answers wait (the rest is stashed). */
+static void process(http_conn *c, const char *data, size_t n)
+{
+    worker *w = c->base.w;
+    size_t max_queued = (size_t)w->srv->opt.max_pipelined;
+    size_t off = 0;
+    c->processing = true;
+    while (off < n && !c->no_more && !c->base.closed) {
+        if (c->queued >= max_queued) {
+            /* Too many answers wait: the rest waits in memory, and the
+             * socket's next bytes in the kernel, until they go. */
+            pause_reading(c);
+            stash(c, data + off, n - off);
+            break;
+        }
+        size_t used = 0;
+        weir_http1_request req;
+        weir_http1_error err;
+        weir_http1_result r = weir_http1_feed(c->parser, data + off, n - off, &used, &req, &err);
+        off += used;
+        if (r == WEIR_HTTP1_NEED_MORE)
+            break;
+        http_answer *a = answer_new(c);
+        if (!a) {
+            conn_close(&c->base);
+            break;
+        }
+        if (r == WEIR_HTTP1_ERROR) {
+            c->no_more = true;
+            http_answer_problem(a, err.status, err.message);
+            break;
+        }
+        a->keep_alive = req.keep_alive;
+        a->head = req.method == WEIR_HTTP1_HEAD;
+        a->http10 = req.version_minor == 0;
+        c->no_more = !req.keep_alive;
+        c->tmode = T_IDLE; /* the next request gets its own deadline */
+        size_t hosts = host_count(&req);
+        if ((!a->http10 && hosts == 0) || hosts > 1) {
+            /* RFC 9112 3.2: a server MUST answer 400 */
+            a->keep_alive = false;
+            c->no_more = true;
+            http_answer_problem(a, 400, hosts ? "more than one Host header" : "missing Host header");
+            break;
+        }
+        routes_handle(c->base.l->state, a, &req);
+        if (used == 0)
+            break; /* cannot happen with a whole request; never spin */
+    }
+    c->processing = false;
+}
+
+/* Reading resumes once the answers and bytes waiting are few enough: the
+ * stashed bytes first (true when some were parsed: their answers may be
+ * ready to send), then the socket. */
+static bool resume_reading(http_conn *c)
+{
+    const serve_options *o = &c->base.w->srv->opt;
+    if (!c->paused || c->close_after_write || c->base.closed || c->wr.writing ||
+        c->queued >= o->max_pipelined)
+        return false;
+    c->paused = false;
+    if (c->stash) {
+        char *p = c->stash;
+        size_t n = c->stash_len;
+        c->stash = NULL;
+        c->stash_len = 0;
+        process(c, p, n);
+        free(p);
+        if (c->base.closed || c->paused)
+            return true;
+    }
+    c->tmode = T_IDLE; /* a request held up by the pause starts afresh */
+    arm_for_input(c);
+    uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
+    return true;
+}
+
+/* Sends what is ready; ends the connection after an answer that ends it;
+ * resumes reading once nothing holds it back. */
+static void pump(http_conn *c)
+{
+    for (;;) {
+        if (c->base.closed || c->base.lingering)
+            return;
+        send_ready(c);
+        if (!conn_writer_flush(&c->wr))
+            return;
+        if (c->wr.writing) {
+            if (conn_writer_queued(&c->wr) > MAX_QUEUED_OUT && !c->paused) {
+                /* The client is not taking its answers: stop reading. Its
+                 * next request waits in the socket, not on a deadline of
+                 * its own. */
+                pause_reading(c);
+                arm(c, T_SEND, c->base.w->srv->opt.idle_timeout_ms);
+            }
+            return;
+        }
+        if (c->close_after_write) {
+            conn_finish(&c->base, LINGER_MS);
+            return;
+        }
+        /* once resumed, the stashed requests may have made answers */
+        if (!c->paused || !resume_reading(c))
+            return;
+    }
+}
+
+static void on_written(conn *base)
+{
+    pump((http_conn *)base);
+}
+
+static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
+{
+    http_conn *c = s->data;
+    if (nread < 0) {
+        conn_close(&c->base);
+        return;
+    }
+    if (nread == 0)
+        return;
+    process(c, buf->base, (size_t)nread);
+    if (c->base.closed)
+        return;
+    if (!c->paused)
+        arm_for_input(c);
+    pump(c);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    http_conn *c = t->data;
+    if (c->tmode != T_REQUEST) {
+        conn_close(&c->base);
+        return;
+    }
+    http_answer *a = answer_new(c);
+    if (!a) {
+        conn_close(&c->base);
+        return;
+    }
+    c->no_more = true;
+    uv_read_stop((uv_stream_t *)&c->base.tcp);
+    http_answer_problem(a, 408, "the request did not arrive in time");
+    pump(c);
+}
+
+/* ------------------------------------------------------------ the protocol */
+
+static void http_kick(conn *base)
+{
+    http_conn *c = (http_conn *)base;
+    if (!c->processing)
+        pump(c);
+}
+
+static void http_drain(conn *base)
+{
+    http_conn *c = (http_conn *)base;
+    if (base->closed || base->lingering || c->close_after_write)
+        return;
+    if (!weir_http1_in_request(c->parser) && !c->head && !c->wr.writing &&
+        !conn_writer_queued(&c->wr))
+        conn_close(base);
+    /* otherwise the answers in progress carry Connection: close */
+}
+
+static void http_accept(listener *l)
+{
+    server *srv = l->w->srv;
+    http_conn *c = (http_conn *)conn_accept(l, sizeof(http_conn), conn_free);
+    if (!c)
+        return;
+    conn_writer_init(&c->wr, &c->base, on_written);
+    weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
+    size_t cap = lim.max_header_bytes + lim.max_body_bytes;
+    size_t psize = (weir_http1_size() + 15) & ~(size_t)15;
+    c->parser_mem = malloc(psize + cap);
+    if (!c->parser_mem) {
+        conn_close(&c->base);
+        return;
+    }
+    c->parser = weir_http1_init(c->parser_mem, &lim, (char *)c->parser_mem + psize, cap);
+    uv_tcp_nodelay(&c->base.tcp, 1);
+    arm(c, T_IDLE, srv->opt.idle_timeout_ms);
+    uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
+}
+
+static void *http_worker_new(listener *l)
+{
+    return routes_state_new(&l->w->srv->opt);
+}
+
+static void http_worker_free(void *state)
+{
+    routes_state_free(state);
+}
+
+const proto http_proto = {
+    .name = "http",
+    .metric = PROTO_HTTP,
+    .worker_new = http_worker_new,
+    .worker_free = http_worker_free,
+    .accept = http_accept,
+    .drain = http_drain,
+    .kick = http_kick,
+};

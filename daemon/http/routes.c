@@ -1,0 +1,454 @@
+/*
+ * routes.c - the HTTP API (routes.h). A decision's answer is rendered in
+ * the call's decided() hook, inside the engine's callback, where the
+ * statuses and the rules they point to are valid; it may run before
+ * routes_handle() returns or later, from the worker's loop.
+ */
+#include "routes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "call.h"
+#include "log.h"
+
+struct routes_state {
+    weir_api_decoder *decoder;
+    const serve_options *opt;
+};
+
+typedef void (*handler)(routes_state *rs, http_answer *a, const weir_http1_request *req);
+
+typedef struct route {
+    const char *path;
+    const char *allow; /* the Allow header of a 405 */
+    handler get;       /* GET and HEAD */
+    handler post;
+} route;
+
+static void check_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void check_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void batch_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void envoy_json_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void rules_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+
+static const route routes[] = {
+    {"/v1/check", "GET, HEAD, POST", check_get, check_post},
+    {"/v1/check/batch", "POST", NULL, batch_post},
+    {"/json", "POST", NULL, envoy_json_post},
+    {"/healthz", "GET, HEAD", healthz, NULL},
+    {"/healthcheck", "GET, HEAD", healthcheck, NULL},
+    {"/v1/rules", "GET, HEAD", rules_get, NULL},
+    {"/metrics", "GET, HEAD", metrics_get, NULL},
+};
+#define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
+
+const char *const routes_names[] = {"/v1/check",    "/v1/check/batch", "/json",    "/healthz",
+                                    "/healthcheck", "/v1/rules",       "/metrics", "other"};
+const size_t routes_count = N_ROUTES + 1;
+
+routes_state *routes_state_new(const serve_options *o)
+{
+    routes_state *rs = calloc(1, sizeof(*rs));
+    if (!rs)
+        return NULL;
+    weir_api_limits lim = {(size_t)o->max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
+                           (size_t)o->max_batch};
+    rs->opt = o;
+    if (!(rs->decoder = weir_api_decoder_new(&lim))) {
+        free(rs);
+        return NULL;
+    }
+    return rs;
+}
+
+void routes_state_free(routes_state *rs)
+{
+    if (!rs)
+        return;
+    weir_api_decoder_free(rs->decoder);
+    free(rs);
+}
+
+void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    worker *w = a->conn->w;
+    for (size_t i = 0; i < N_ROUTES; i++) {
+        const route *r = &routes[i];
+        if (req->path.n != strlen(r->path) || memcmp(req->path.p, r->path, req->path.n) != 0)
+            continue;
+        a->route = i;
+        bool get = req->method == WEIR_HTTP1_GET || req->method == WEIR_HTTP1_HEAD;
+        handler h = get ? r->get : req->method == WEIR_HTTP1_POST ? r->post : NULL;
+        if (h) {
+            h(rs, a, req);
+            return;
+        }
+        char detail[256];
+        snprintf(detail, sizeof(detail), "method %.*s is not allowed on %s (allowed: %s)",
+                 (int)(req->method_name.n > 32 ? 32 : req->method_name.n), req->method_name.p,
+                 r->path, r->allow);
+        weir_buf_clear(&w->headers);
+        weir_buf_printf(&w->headers, "Allow: %s\r\n", r->allow);
+        weir_buf_clear(&w->body);
+        weir_api_render_error(&w->body, 405, detail);
+        http_answer_respond(a, 405, "application/problem+json", &w->headers, w->body.p,
+                            w->body.len);
+        return;
+    }
+    char detail[160];
+    snprintf(detail, sizeof(detail), "no such path: %.*s",
+             (int)(req->path.n > 100 ? 100 : req->path.n), req->path.p);
+    http_answer_problem(a, 404, detail);
+}
+
+/* ------------------------------------------------------------ deciding */
+
+/* What answers a decision, inside the call's decided() hook. */
+typedef void (*answer_fn)(http_answer *a, const weir_request *req, const weir_api_decision *dec,
+                          int64_t now_us);
+
+typedef struct route_call {
+    http_answer *a;
+    answer_fn answer;
+} route_call;
+
+/* An answer made outside routes_handle() goes out now. */
+static void kick(conn *cn)
+{
+    cn->l->proto->kick(cn);
+}
+
+static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
+{
+    route_call *rc = c->data;
+    metrics_decision(c->conn->w->metrics, &c->req, st, n);
+    weir_api_decision dec = {overall, st, n};
+    rc->answer(rc->a, &c->req, &dec, c->now_us);
+    kick(c->conn);
+}
+
+static void on_expired(call *c)
+{
+    route_call *rc = c->data;
+    http_answer_problem(rc->a, 504, "no decision within --decision-timeout");
+    kick(c->conn);
+}
+
+static const call_ops route_call_ops = {on_decided, on_expired, NULL};
+
+/* The HTTP status and message of a request the engine refused. */
+static int refusal(weir_status st, char *msg, size_t cap)
+{
+    if (st == WEIR_EINVAL || st == WEIR_ERANGE) {
+        snprintf(msg, cap, "invalid request: %s", weir_strerror(st));
+        return 400;
+    }
+    snprintf(msg, cap, "cannot decide: %s", weir_strerror(st));
+    return st == WEIR_ENOMEM ? 503 : 500;
+}
+
+/* Decides @req, answering @a with @answer. Returns 0, or the HTTP status of
+ * a refusal with @msg filled (nothing answered then). */
+static int decide(http_answer *a, const weir_request *req, const call_ops *ops, void *data,
+                  size_t data_bytes, char *msg, size_t cap)
+{
+    worker *w = a->conn->w;
+    const char *why = weir_api_refusal(req, msg, cap);
+    if (why) {
+        if (why != msg)
+            snprintf(msg, cap, "%s", why);
+        return 400;
+    }
+    call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
+    if (!c)
+        return refusal(WEIR_ENOMEM, msg, cap);
+    memcpy(c->data, data, data_bytes);
+    weir_status st = call_decide(c, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
+    if (st != WEIR_OK) {
+        call_free(c);
+        return refusal(st, msg, cap);
+    }
+    return 0;
+}
+
+/* Decides the decoder's one request, answering a refusal itself. */
+static void decide_decoded(routes_state *rs, http_answer *a, answer_fn answer)
+{
+    char msg[192];
+    route_call rc = {a, answer};
+    int status = decide(a, weir_api_request(rs->decoder, 0), &route_call_ops, &rc, sizeof(rc), msg,
+                        sizeof(msg));
+    if (status)
+        http_answer_problem(a, status, msg);
+}
+
+static void render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)
+{
+    weir_buf_clear(&w->headers);
+    weir_api_render_headers(&w->headers, dec, &w->srv->opt.headers, now_us, worker_jitter(w));
+}
+
+/* Writes "unknown domain 'x'" into @msg. */
+static void unknown_domain_text(const weir_request *req, char *msg, size_t cap)
+{
+    snprintf(msg, cap, "unknown domain '%.*s'",
+             (int)(req->domain_len > 120 ? 120 : req->domain_len), req->domain);
+}
+
+/* weir's own API answers an unknown domain with 404 (upstream's /json
+ * answers OK); true when it did. */
+static bool refuse_unknown_domain(http_answer *a, const weir_request *req,
+                                  const weir_api_decision *dec)
+{
+    if (!dec->n || !dec->statuses[0].domain_not_found)
+        return false;
+    char msg[192];
+    unknown_domain_text(req, msg, sizeof(msg));
+    http_answer_problem(a, 404, msg);
+    return true;
+}
+
+static void answer_check(http_answer *a, const weir_request *req, const weir_api_decision *dec,
+                         int64_t now_us)
+{
+    worker *w = a->conn->w;
+    if (refuse_unknown_domain(a, req, dec))
+        return;
+    render_headers(w, dec, now_us);
+    weir_buf_clear(&w->body);
+    weir_api_render_decision(&w->body, dec);
+    http_answer_respond(a, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json",
+                        &w->headers, w->body.p, w->body.len);
+}
+
+static void check_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    weir_api_error err;
+    if (!weir_api_decode_check(rs->decoder, req->body.p, req->body.n, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    decide_decoded(rs, a, answer_check);
+}
+
+static const char *find_header(void *arg, const char *name, size_t *len)
+{
+    weir_http1_str v = weir_http1_header_get(arg, name);
+    *len = v.n;
+    return v.p;
+}
+
+static void answer_check_get(http_answer *a, const weir_request *req, const weir_api_decision *dec,
+                             int64_t now_us)
+{
+    worker *w = a->conn->w;
+    if (refuse_unknown_domain(a, req, dec))
+        return;
+    render_headers(w, dec, now_us);
+    if (dec->overall == WEIR_CODE_OK) {
+        http_answer_respond(a, 200, NULL, &w->headers, "", 0);
+        return;
+    }
+    weir_buf_clear(&w->body);
+    weir_api_render_problem(&w->body, dec, weir_api_retry_after_s(dec));
+    http_answer_respond(a, 429, "application/problem+json", &w->headers, w->body.p, w->body.len);
+}
+
+static void check_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    const serve_options *o = rs->opt;
+    weir_api_error err;
+    if (!weir_api_decode_query(rs->decoder, req->query.p, req->query.n, o->check_headers,
+                               o->n_check_headers, find_header, (void *)req, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    decide_decoded(rs, a, answer_check_get);
+}
+
+static void answer_envoy_json(http_answer *a, const weir_request *req, const weir_api_decision *dec,
+                              int64_t now_us)
+{
+    (void)req;
+    worker *w = a->conn->w;
+    render_headers(w, dec, now_us);
+    weir_buf_clear(&w->body);
+    weir_api_render_envoy_json(&w->body, dec);
+    http_answer_respond(a, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json",
+                        &w->headers, w->body.p, w->body.len);
+}
+
+static void envoy_json_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    weir_api_error err;
+    if (!weir_api_decode_envoy_json(rs->decoder, req->body.p, req->body.n, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    decide_decoded(rs, a, answer_envoy_json);
+}
+
+/* ------------------------------------------------------------ batches */
+
+/* A batch's decisions complete in any order; each renders its element into
+ * a buffer of its own and the last one done answers with them all, in
+ * request order. */
+typedef struct batch {
+    http_answer *a;
+    size_t n, left;
+    weir_buf items[];
+} batch;
+
+typedef struct batch_call {
+    batch *b;
+    size_t i;
+} batch_call;
+
+static void item_error(weir_buf *out, int status, const char *msg)
+{
+    weir_buf_printf(out, "{\"error\":{\"status\":%d,\"detail\":\"", status);
+    weir_buf_put_json_str(out, msg, strlen(msg));
+    weir_buf_puts(out, "\"}}");
+}
+
+static void batch_item_done(batch *b)
+{
+    if (--b->left > 0)
+        return;
+    http_answer *a = b->a;
+    if (!a->conn->closed) {
+        worker *w = a->conn->w;
+        weir_buf_clear(&w->body);
+        weir_buf_puts(&w->body, "{\"decisions\":[");
+        for (size_t i = 0; i < b->n; i++) {
+            if (i)
+                weir_buf_putc(&w->body, ',');
+            weir_buf_put(&w->body, b->items[i].p, b->items[i].len);
+            if (!weir_buf_ok(&b->items[i]))
+                w->body.failed = true;
+        }
+        weir_buf_puts(&w->body, "]}");
+        if (weir_buf_ok(&w->body))
+            http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
+        else
+            http_answer_problem(a, 500, "out of memory");
+    }
+    for (size_t i = 0; i < b->n; i++)
+        weir_buf_free(&b->items[i]);
+    free(b);
+}
+
+static void on_item_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
+{
+    batch_call *bc = c->data;
+    metrics_decision(c->conn->w->metrics, &c->req, st, n);
+    weir_api_decision dec = {overall, st, n};
+    weir_buf *out = &bc->b->items[bc->i];
+    if (n && st[0].domain_not_found) {
+        char msg[192];
+        unknown_domain_text(&c->req, msg, sizeof(msg));
+        item_error(out, 404, msg);
+    } else {
+        weir_api_render_decision(out, &dec);
+    }
+}
+
+static void on_item_expired(call *c)
+{
+    batch_call *bc = c->data;
+    item_error(&bc->b->items[bc->i], 504, "no decision within --decision-timeout");
+}
+
+/* Every item's call ends here, answered or not (its connection gone). */
+static void on_item_done(call *c)
+{
+    batch_call *bc = c->data;
+    conn *cn = c->conn;
+    bool last = bc->b->left == 1;
+    batch_item_done(bc->b);
+    if (last && !cn->closed)
+        kick(cn);
+}
+
+static const call_ops item_call_ops = {on_item_decided, on_item_expired, on_item_done};
+
+static void batch_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    weir_api_error err;
+    if (!weir_api_decode_batch(rs->decoder, req->body.p, req->body.n, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    size_t n = weir_api_count(rs->decoder);
+    batch *b = calloc(1, sizeof(*b) + n * sizeof(weir_buf));
+    if (!b) {
+        http_answer_problem(a, 503, "out of memory");
+        return;
+    }
+    b->a = a;
+    b->n = n;
+    b->left = n + 1; /* one more, dropped below: no item answers while they start */
+    for (size_t i = 0; i < n; i++) {
+        weir_buf_init(&b->items[i], SIZE_MAX);
+        char msg[192];
+        batch_call bc = {b, i};
+        int status = decide(a, weir_api_request(rs->decoder, i), &item_call_ops, &bc, sizeof(bc),
+                            msg, sizeof(msg));
+        if (status) {
+            item_error(&b->items[i], status, msg);
+            batch_item_done(b);
+        }
+    }
+    batch_item_done(b);
+}
+
+/* ------------------------------------------------------------ admin */
+
+static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    (void)req;
+    bool draining = atomic_load(&a->conn->w->srv->draining);
+    const char *body = draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ok\"}";
+    http_answer_respond(a, draining ? 503 : 200, "application/json", NULL, body, strlen(body));
+}
+
+static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    (void)req;
+    bool draining = atomic_load(&a->conn->w->srv->draining);
+    const char *body = draining ? "draining" : "OK";
+    http_answer_respond(a, draining ? 503 : 200, "text/plain", NULL, body, strlen(body));
+}
+
+static void rules_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    (void)req;
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    server_rules_text(w->srv, &w->body);
+    http_answer_respond(a, 200, "text/plain; charset=utf-8", NULL, w->body.p, w->body.len);
+}
+
+static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    (void)req;
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    metrics_render(w->srv->metrics, w->srv->store, &w->body);
+    if (!weir_buf_ok(&w->body)) {
+        http_answer_problem(a, 500, "out of memory");
+        return;
+    }
+    http_answer_respond(a, 200, "text/plain; version=0.0.4; charset=utf-8", NULL, w->body.p,
+                        w->body.len);
+}

@@ -1,0 +1,34 @@
+/*
+ * proto.h - a protocol the daemon serves, as one row of a table: how a
+ * worker accepts its connections, what it keeps per worker, and how its
+ * connections drain and send what became ready. main.c names the rows
+ * (one per listener); nothing else in the daemon names a protocol, so a
+ * new protocol is a folder under daemon/ and a row.
+ */
+#ifndef WEIR_DAEMON_PROTO_H
+#define WEIR_DAEMON_PROTO_H
+
+#include "metrics.h"
+
+struct listener;
+struct conn;
+
+typedef struct proto {
+    /** Its name in logs ("http", "grpc"). */
+    const char *name;
+    metrics_proto metric;
+    /** State of the protocol on one worker (its decoders, scratch), made
+     *  before the worker's loop runs and freed after; NULL when out of
+     *  memory. Optional. */
+    void *(*worker_new)(struct listener *l);
+    void (*worker_free)(void *state);
+    /** A connection waits on @l: accept it (conn_accept()). */
+    void (*accept)(struct listener *l);
+    /** The service is closing: end @c as soon as its answers are out. */
+    void (*drain)(struct conn *c);
+    /** An answer became ready outside the connection's own callbacks (a
+     *  decision that completed later): send it. */
+    void (*kick)(struct conn *c);
+} proto;
+
+#endif /* WEIR_DAEMON_PROTO_H */

@@ -1,0 +1,139 @@
+/*
+ * server.c - the state every worker shares, and what changes it while the
+ * service runs: the clock, the rules (loaded, reloaded) and the /v1/rules
+ * text rendered from them.
+ */
+#include "server.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/rules_text.h"
+#include "log.h"
+
+/* Rule errors logged per failed load. */
+#define MAX_LOGGED_ERRORS 20u
+
+int64_t server_now_us(server *s)
+{
+    return weir_ctx_now_us(s->ctx);
+}
+
+void server_rules_text(server *s, weir_buf *out)
+{
+    pthread_mutex_lock(&s->rules_lock);
+    weir_buf_put(out, s->rules_text, s->rules_text_len);
+    pthread_mutex_unlock(&s->rules_lock);
+}
+
+static void log_rule_errors(const weir_rules_error *errs, size_t n, weir_status st,
+                            const char *path)
+{
+    if (!n) {
+        dlog(WEIR_LOG_ERROR, "rules_error", "path", path, "error", weir_strerror(st), NULL);
+        return;
+    }
+    for (size_t i = 0; i < n && i < MAX_LOGGED_ERRORS; i++) {
+        char line[16], col[16];
+        snprintf(line, sizeof(line), "%u", errs[i].line);
+        snprintf(col, sizeof(col), "%u", errs[i].column);
+        dlog(WEIR_LOG_ERROR, "rules_error", "file", errs[i].file, "line", line, "column", col,
+             "error", errs[i].message, NULL);
+    }
+}
+
+weir_rules *server_load_rules(server *s)
+{
+    weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0, 0};
+    weir_rules_error *errs = calloc(MAX_LOGGED_ERRORS, sizeof(*errs));
+    if (!errs)
+        return NULL;
+    weir_rules *rules = NULL;
+    size_t n = 0;
+    weir_status st =
+        weir_rules_load(s->ctx, s->opt.rules, &ro, &rules, errs, MAX_LOGGED_ERRORS, &n);
+    if (st != WEIR_OK)
+        log_rule_errors(errs, n, st, s->opt.rules);
+    free(errs);
+    return st == WEIR_OK ? rules : NULL;
+}
+
+/* The /v1/rules text of @rules, NUL-terminated, into @b (initialised
+ * here); false (nothing to free) when out of memory. */
+static bool render_rules(const weir_rules *rules, weir_buf *b)
+{
+    weir_buf_init(b, SIZE_MAX);
+    weir_api_render_rules(b, rules);
+    weir_buf_putc(b, '\0');
+    if (weir_buf_ok(b))
+        return true;
+    weir_buf_free(b);
+    return false;
+}
+
+/* Serves the text rendered into @b from now on (taken over). */
+static void swap_rules_text(server *s, weir_buf *b)
+{
+    pthread_mutex_lock(&s->rules_lock);
+    char *old = s->rules_text;
+    s->rules_text = b->p;
+    s->rules_text_len = b->len - 1;
+    pthread_mutex_unlock(&s->rules_lock);
+    free(old);
+}
+
+bool server_set_rules_text(server *s, const weir_rules *rules)
+{
+    weir_buf b;
+    if (!render_rules(rules, &b))
+        return false;
+    swap_rules_text(s, &b);
+    return true;
+}
+
+/* Whether @b holds the text served now. */
+static bool same_rules_text(server *s, const weir_buf *b)
+{
+    pthread_mutex_lock(&s->rules_lock);
+    bool same = s->rules_text && strcmp(s->rules_text, b->p) == 0;
+    pthread_mutex_unlock(&s->rules_lock);
+    return same;
+}
+
+bool server_reload(server *s, const char *why)
+{
+    weir_rules *rules = server_load_rules(s);
+    if (!rules) {
+        metrics_reload(s->metrics, false);
+        dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "path", s->opt.rules, "kept",
+             "the rules in force", NULL);
+        return false;
+    }
+    weir_buf text;
+    if (!render_rules(rules, &text)) {
+        weir_rules_free(rules);
+        metrics_reload(s->metrics, false);
+        dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
+        return false;
+    }
+    /* A file watch also fires for files that change nothing; only a SIGHUP
+     * reloads identical rules. */
+    if (strcmp(why, "signal") != 0 && same_rules_text(s, &text)) {
+        weir_buf_free(&text);
+        weir_rules_free(rules);
+        dlog(WEIR_LOG_DEBUG, "rules_unchanged", "reason", why, NULL);
+        return true;
+    }
+    if (weir_engine_reload(s->engine, rules) != WEIR_OK) {
+        weir_buf_free(&text);
+        weir_rules_free(rules);
+        metrics_reload(s->metrics, false);
+        dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
+        return false;
+    }
+    swap_rules_text(s, &text);
+    metrics_reload(s->metrics, true);
+    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, NULL);
+    return true;
+}

@@ -40,13 +40,13 @@ node-deps:
 	    (cd tests/integration/node && npm ci --silent --no-audit --no-fund)
 
 test-asan:
-	CC=gcc $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug \
+	CC=gcc $(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWEIR_TEST_STORES=ON \
 	    -DWEIR_SANITIZE=address,undefined -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build-asan -j $(JOBS)
 	ctest --test-dir build-asan --output-on-failure -j $(JOBS)
 
 test-tsan:
-	CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	CC=clang $(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_TEST_STORES=ON \
 	    -DWEIR_SANITIZE=thread -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build-tsan -j $(JOBS)
 	ctest --test-dir build-tsan --output-on-failure -j $(JOBS) -L threads

@@ -45,8 +45,8 @@ static bool split_addr(const char *addr, char *host, size_t cap, char *port, siz
 /* Opens @n listening sockets on @addr sharing one port (SO_REUSEPORT);
  * with port 0 the first socket's port is used for the rest. Writes the
  * URL to @url. Returns NULL with @err set. */
-int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, size_t ucap,
-                       char *err, size_t ecap)
+int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, size_t ucap, char *err,
+                size_t ecap)
 {
     char host[SERVE_ADDR_BYTES], port[32];
     if (!split_addr(addr, host, sizeof(host), port, sizeof(port))) {

@@ -12,7 +12,7 @@
  * socket's port is used for the rest. Writes the URL (@scheme://HOST:PORT)
  * to @url. Returns the descriptors (malloc'd), or NULL with @err set.
  */
-int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, size_t ucap,
-                char *err, size_t ecap);
+int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, size_t ucap, char *err,
+                size_t ecap);
 
 #endif /* WEIR_DAEMON_LISTEN_H */

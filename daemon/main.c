@@ -294,8 +294,8 @@ static int open_listeners(server *s)
 static int start(server *s)
 {
     weir_clock_fn clock = clock_of_environment();
-    weir_ctx_options co = {sizeof(co), NULL, clock,         &clock_offset_us,
-                           dlog_lib,    NULL, s->opt.log_level};
+    weir_ctx_options co = {sizeof(co), NULL, clock,           &clock_offset_us,
+                           dlog_lib,   NULL, s->opt.log_level};
     if (weir_ctx_new(&co, &s->ctx) != WEIR_OK)
         return 1;
     char msg[256];

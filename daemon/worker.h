@@ -45,12 +45,12 @@ typedef struct worker {
     char *rbuf;       /* reads land here; a connection keeps what it
                          cannot handle yet in memory of its own */
     size_t rbuf_cap;
-    struct conn *conns; /* every open connection, for draining */
-    bool stopping;      /* closing everything */
-    char date[40];      /* "Date: ...\r\n", refreshed by tick */
-    uint64_t rng;       /* Retry-After jitter */
-    uv_tcp_t sink;      /* accepts a connection there is no memory for */
-    bool sink_busy;     /* closing: a second refusal waits for it */
+    struct conn *conns;    /* every open connection, for draining */
+    bool stopping;         /* closing everything */
+    char date[40];         /* "Date: ...\r\n", refreshed by tick */
+    uint64_t rng;          /* Retry-After jitter */
+    uv_tcp_t sink;         /* accepts a connection there is no memory for */
+    bool sink_busy;        /* closing: a second refusal waits for it */
     unsigned sink_waiting; /* bit i: listeners[i] has a refusal waiting */
     uint64_t conn_allocs;
 } worker;

@@ -147,8 +147,8 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
     rls_call *rc = c->data;
     rc->s = *s;
     rc->gc = gc;
-    weir_status st = call_decide(c, w, server_now_us(w->srv),
-                                 timeout_ms(&w->srv->opt, gcall, uv_hrtime()));
+    weir_status st =
+        call_decide(c, w, server_now_us(w->srv), timeout_ms(&w->srv->opt, gcall, uv_hrtime()));
     if (st == WEIR_OK)
         return;
     call_free(c);

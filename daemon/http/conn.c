@@ -222,7 +222,8 @@ static void process(http_conn *c, const char *data, size_t n)
             /* RFC 9112 3.2: a server MUST answer 400 */
             a->keep_alive = false;
             c->no_more = true;
-            http_answer_problem(a, 400, hosts ? "more than one Host header" : "missing Host header");
+            http_answer_problem(a, 400,
+                                hosts ? "more than one Host header" : "missing Host header");
             break;
         }
         routes_handle(c->base.l->state, a, &req);

@@ -53,6 +53,15 @@ def parse_metrics(text):
     return out
 
 
+def clock_at(seconds_past_hour):
+    """An environment for a daemon whose clock (WEIR_TEST_CLOCK_START, for
+    the tests only) starts @seconds_past_hour into the current hour of the
+    wall clock, and that hour's start: windows that reset on the hour are
+    then known exactly, and no test waits for the top of an hour."""
+    hour = int(time.time()) // 3600 * 3600
+    return {"WEIR_TEST_CLOCK_START": str(hour + seconds_past_hour)}, hour
+
+
 class Weir:
     """One running `weir serve`."""
 

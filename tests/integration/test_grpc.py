@@ -24,6 +24,7 @@ import time
 
 import grpc
 import pytest
+from conftest import clock_at
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
@@ -174,13 +175,6 @@ def start(weir_factory, pb):
         c.close()
 
 
-def avoid_hour_edge():
-    """Fixed windows reset on the hour: keep a test clear of that edge."""
-    left = 3600 - time.time() % 3600
-    if left < 10:
-        time.sleep(left + 0.5)
-
-
 def status_fields(st):
     """A DescriptorStatus as a dict of what is set."""
     out = {"code": st.code}
@@ -194,9 +188,10 @@ def status_fields(st):
 # ------------------------------------------------------------ request rules
 
 
-def test_fixed_window_count_equal_to_limit_is_ok(start):
-    avoid_hour_edge()
-    w, c = start()
+def test_fixed_window_count_equal_to_limit_is_ok(weir_factory, pb):
+    env, _ = clock_at(600)  # no hour boundary for the next 50 minutes
+    w = weir_factory(RULES, *GRPC_ON, env=env)
+    c = Client(pb, w.grpc_port)
     seen = []
     for _ in range(4):
         r = c.check("test", {"fw": "a"})
@@ -209,6 +204,7 @@ def test_fixed_window_count_equal_to_limit_is_ok(start):
         assert 0 < st.duration_until_reset.seconds + st.duration_until_reset.nanos / 1e9 <= 3600
     # upstream answers count == limit as OK with 0 left, then OVER_LIMIT
     assert seen == [(OK, OK, 2), (OK, OK, 1), (OK, OK, 0), (OVER_LIMIT, OVER_LIMIT, 0)]
+    c.close()
 
 
 def test_token_bucket_status_fields(start):

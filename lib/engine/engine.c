@@ -639,8 +639,10 @@ static void decision_free(decision *dc)
     ruleset_release(dc->rs);
     dc->rs = NULL;
     weir_engine_reader *rd = dc->reader;
+    weir_ctx *ctx = dc->engine->ctx;
+    /* dc is the reader's thread's to reuse from here on */
     decision *prev = atomic_exchange(&rd->spare, dc);
-    weir__free(dc->engine->ctx, prev);
+    weir__free(ctx, prev);
     /* the last touch of the reader: it may be freed from here on */
     if (atomic_fetch_sub(&rd->live, 1) == (READER_FREEING | 1))
         reader_destroy(rd);

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 
 struct conn;
 

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 
 static weir_log_level max_level = WEIR_LOG_INFO;
 static bool as_json;

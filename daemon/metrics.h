@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 #include "weir/weir.h"
 
 typedef enum metrics_proto { PROTO_HTTP, PROTO_GRPC, PROTO_RESP, PROTO_N } metrics_proto;

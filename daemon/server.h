@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 #include "metrics.h"
 #include "options.h"
 #include "weir/weir.h"

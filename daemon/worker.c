@@ -152,7 +152,7 @@ int worker_start(worker *w)
     if (!w->rng)
         w->rng = 1;
     weir_buf_init(&w->body, SIZE_MAX);
-    weir_buf_init(&w->headers, 1u << 20);
+    weir_headers_init(&w->headers, 1u << 20);
     w->rbuf_cap = 64 * 1024;
     w->rbuf = malloc(w->rbuf_cap);
     weir_loop_adapter adapter = weir_libuv_adapter(&w->loop);
@@ -190,6 +190,6 @@ void worker_cleanup(worker *w)
         if (w->listeners[i].proto->worker_free)
             w->listeners[i].proto->worker_free(w->listeners[i].state);
     weir_buf_free(&w->body);
-    weir_buf_free(&w->headers);
+    weir_headers_free(&w->headers);
     free(w->rbuf);
 }

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 #include "proto.h"
 #include "server.h"
 
@@ -40,10 +40,10 @@ typedef struct worker {
     weir_store_session *session; /* the store on this loop */
     weir_engine_reader *reader;  /* decides through the session */
     metrics_shard *metrics;
-    weir_buf body;    /* scratch for one answer rendered at once */
-    weir_buf headers; /* scratch: rate limit header fields */
-    char *rbuf;       /* reads land here; a connection keeps what it
-                         cannot handle yet in memory of its own */
+    weir_buf body;        /* scratch for one answer rendered at once */
+    weir_headers headers; /* scratch: response header fields */
+    char *rbuf;           /* reads land here; a connection keeps what it
+                             cannot handle yet in memory of its own */
     size_t rbuf_cap;
     struct conn *conns;    /* every open connection, for draining */
     bool stopping;         /* closing everything */

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 #include "weir/engine.h"
 
 /** Longest line of a --file, or value of --descriptor (bytes). */

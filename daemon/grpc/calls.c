@@ -79,9 +79,9 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     const serve_options *o = &w->srv->opt;
     metrics_decision(w->metrics, &c->req, st, n);
     weir_api_decision dec = {overall, st, n};
-    const weir_buf *headers = NULL;
+    const weir_headers *headers = NULL;
     if (o->grpc_response_headers) {
-        weir_buf_clear(&w->headers);
+        weir_headers_clear(&w->headers);
         weir_api_render_headers(&w->headers, &dec, &o->headers, c->now_us, worker_jitter(w));
         headers = &w->headers;
     }
@@ -95,7 +95,7 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     }
     weir_buf_clear(&gc->msg);
     weir_rls_encode_response(&gc->msg, &dec, headers, raw, raw_len);
-    if ((headers && !weir_buf_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
+    if ((headers && !weir_headers_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
         gc->msg.failed = true;
     answer(&rc->s, WEIR_GRPC_OK, NULL, &gc->msg);
     c->conn->l->proto->kick(c->conn);
@@ -133,12 +133,6 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
         return;
     }
     const weir_request *req = weir_rls_request(gc->rls);
-    char msg[192];
-    const char *why = weir_api_refusal(req, msg, sizeof(msg));
-    if (why) {
-        answer(s, WEIR_GRPC_INVALID_ARGUMENT, why, NULL);
-        return;
-    }
     call *c = call_new(s->cn, &rls_call_ops, req, sizeof(rls_call), s->t0_ns);
     if (!c) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
@@ -152,13 +146,14 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
     if (st == WEIR_OK)
         return;
     call_free(c);
-    if (st == WEIR_EINVAL || st == WEIR_ERANGE) {
-        snprintf(msg, sizeof(msg), "invalid request: %s", weir_strerror(st));
-        answer(s, WEIR_GRPC_INVALID_ARGUMENT, msg, NULL);
-    } else {
-        snprintf(msg, sizeof(msg), "cannot decide: %s", weir_strerror(st));
-        answer(s, WEIR_GRPC_INTERNAL, msg, NULL);
+    weir_refusal why = weir_engine_refusal(w->reader);
+    if (st == WEIR_ENOMEM || why.code == WEIR_REFUSAL_NO_MEMORY) {
+        answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+        return;
     }
+    char msg[192];
+    weir_refusal_text(why, msg, sizeof(msg));
+    answer(s, WEIR_GRPC_INVALID_ARGUMENT, msg, NULL);
 }
 
 /* ------------------------------------------------------------ health */

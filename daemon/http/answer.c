@@ -19,7 +19,7 @@ static void put_status_line(weir_buf *o, int status)
 }
 
 void http_answer_respond(http_answer *a, int status, const char *content_type,
-                         const weir_buf *extra, const char *body, size_t len)
+                         const weir_headers *extra, const char *body, size_t len)
 {
     worker *w = a->conn->w;
     if (a->ready)
@@ -43,7 +43,7 @@ void http_answer_respond(http_answer *a, int status, const char *content_type,
     else if (a->http10)
         weir_buf_puts(o, "Connection: keep-alive\r\n");
     if (extra)
-        weir_buf_put(o, extra->p, extra->len);
+        weir_headers_put_lines(extra, o);
     weir_buf_puts(o, "\r\n");
     if (!a->head)
         weir_buf_put(o, body, len);

@@ -29,12 +29,12 @@ typedef struct http_answer {
 /**
  * http_answer_respond() - render the response: status line, Date,
  * Content-Type (when @content_type), Content-Length, Connection: close
- * when the connection ends after it, @extra (complete "Name: value\r\n"
- * lines, may be NULL) and the body (left out for HEAD). The answer is then
+ * when the connection ends after it, the fields of @extra (may be NULL)
+ * and the body (left out for HEAD). The answer is then
  * ready; a second call is ignored. Counts the request in the metrics.
  */
 void http_answer_respond(http_answer *a, int status, const char *content_type,
-                         const weir_buf *extra, const char *body, size_t len);
+                         const weir_headers *extra, const char *body, size_t len);
 
 /** Respond with an application/problem+json error body. */
 void http_answer_problem(http_answer *a, int status, const char *detail);

@@ -93,8 +93,8 @@ void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *r
         snprintf(detail, sizeof(detail), "method %.*s is not allowed on %s (allowed: %s)",
                  (int)(req->method_name.n > 32 ? 32 : req->method_name.n), req->method_name.p,
                  r->path, r->allow);
-        weir_buf_clear(&w->headers);
-        weir_buf_printf(&w->headers, "Allow: %s\r\n", r->allow);
+        weir_headers_clear(&w->headers);
+        weir_headers_add(&w->headers, "Allow", 5, r->allow, strlen(r->allow));
         weir_buf_clear(&w->body);
         weir_api_render_error(&w->body, 405, detail);
         http_answer_respond(a, 405, "application/problem+json", &w->headers, w->body.p,
@@ -142,37 +142,32 @@ static void on_expired(call *c)
 
 static const call_ops route_call_ops = {on_decided, on_expired, NULL};
 
-/* The HTTP status and message of a request the engine refused. */
-static int refusal(weir_status st, char *msg, size_t cap)
+/* The HTTP status of a request the engine refused, its reason in @msg. */
+static int refusal(worker *w, weir_status st, char *msg, size_t cap)
 {
-    if (st == WEIR_EINVAL || st == WEIR_ERANGE) {
-        snprintf(msg, cap, "invalid request: %s", weir_strerror(st));
-        return 400;
+    weir_refusal why = weir_engine_refusal(w->reader);
+    if (st == WEIR_ENOMEM || why.code == WEIR_REFUSAL_NO_MEMORY) {
+        snprintf(msg, cap, "out of memory");
+        return 503;
     }
-    snprintf(msg, cap, "cannot decide: %s", weir_strerror(st));
-    return st == WEIR_ENOMEM ? 503 : 500;
+    weir_refusal_text(why, msg, cap);
+    return 400;
 }
 
-/* Decides @req, answering @a with @answer. Returns 0, or the HTTP status of
- * a refusal with @msg filled (nothing answered then). */
+/* Decides @req, answering @a through @ops. Returns 0, or the HTTP status
+ * of a refusal with @msg filled (nothing answered then). */
 static int decide(http_answer *a, const weir_request *req, const call_ops *ops, void *data,
                   size_t data_bytes, char *msg, size_t cap)
 {
     worker *w = a->conn->w;
-    const char *why = weir_api_refusal(req, msg, cap);
-    if (why) {
-        if (why != msg)
-            snprintf(msg, cap, "%s", why);
-        return 400;
-    }
     call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
     if (!c)
-        return refusal(WEIR_ENOMEM, msg, cap);
+        return refusal(w, WEIR_ENOMEM, msg, cap);
     memcpy(c->data, data, data_bytes);
     weir_status st = call_decide(c, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
     if (st != WEIR_OK) {
         call_free(c);
-        return refusal(st, msg, cap);
+        return refusal(w, st, msg, cap);
     }
     return 0;
 }
@@ -190,7 +185,7 @@ static void decide_decoded(routes_state *rs, http_answer *a, answer_fn answer)
 
 static void render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)
 {
-    weir_buf_clear(&w->headers);
+    weir_headers_clear(&w->headers);
     weir_api_render_headers(&w->headers, dec, &w->srv->opt.headers, now_us, worker_jitter(w));
 }
 

@@ -37,17 +37,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
+#include "common/buf.h"
+#include "common/decision.h"
+#include "common/headers.h"
 #include "weir/engine.h"
-
-typedef struct weir_api_limits {
-    /** Most descriptors per request (at most WEIR_ENGINE_MAX_DESCRIPTORS). */
-    size_t max_descriptors;
-    /** Most entries per descriptor (at most WEIR_ENGINE_MAX_ENTRIES). */
-    size_t max_entries;
-    /** Most requests in one batch. */
-    size_t max_batch;
-} weir_api_limits;
 
 /** A request header that becomes a descriptor entry on GET /v1/check:
  *  the value of header @header, under descriptor key @key. */
@@ -93,62 +86,10 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
                            const char *(*get_header)(void *arg, const char *name, size_t *len),
                            void *arg, weir_api_error *err);
 
-/** Why the engine would refuse @req, in upstream's words where upstream
- *  has them ("rate limit domain must not be empty", "rate limit
- *  descriptor list must not be empty"; "descriptors[N] has no entries",
- *  "descriptors[N].limit.unit must not be UNKNOWN", written into @buf);
- *  NULL when it looks acceptable. Every protocol answers with these. */
-const char *weir_api_refusal(const weir_request *req, char *buf, size_t cap);
-
 size_t weir_api_count(const weir_api_decoder *d);
 const weir_request *weir_api_request(const weir_api_decoder *d, size_t i);
 
 /* ------------------------------------------------------------ rendering */
-
-/** Which header families to write, and Retry-After's jitter. */
-typedef struct weir_api_header_opts {
-    bool ietf;        /* RateLimit-Policy and RateLimit */
-    bool legacy;      /* X-RateLimit-Limit, -Remaining, -Reset */
-    bool retry_after; /* Retry-After on a denial */
-} weir_api_header_opts;
-
-/** One decision, as the renderers take it. */
-typedef struct weir_api_decision {
-    weir_code overall;
-    const weir_descriptor_status *statuses;
-    size_t n;
-} weir_api_decision;
-
-/** The status the headers and the problem body describe: among the
- *  statuses with a limit, the denying one (OVER_LIMIT, not shadow) with
- *  the longest retry_after (WEIR_NEVER longest); when none denies, the one
- *  with the least remaining, ties going to the longest reset_after; the
- *  first of equals. NULL when no status has a limit. */
-const weir_descriptor_status *weir_api_most_restrictive(const weir_api_decision *dec);
-
-/** Whole seconds a client should wait before retrying a denied decision
- *  (the longest retry_after of the denying statuses, rounded up, at least
- *  1); -1 when some denial can never be admitted; 0 when allowed. */
-int64_t weir_api_retry_after_s(const weir_api_decision *dec);
-
-/**
- * weir_api_render_headers() - the rate limit header fields of @dec, each
- * as "Name: value\r\n":
- *   RateLimit-Policy: one item per distinct limit that applied,
- *     "<name>";q=<requests_per_unit>;w=<window seconds, rounded up>
- *     (name: the limit's name, else its domain and path);
- *   RateLimit: "<name>";r=<remaining>;t=<seconds to reset, rounded up> of
- *     the most restrictive status (a denying one with the longest
- *     retry_after, else the one with the least remaining);
- *   X-RateLimit-Limit / -Remaining / -Reset (Unix time in seconds, rounded
- *     up; @now_unix_us is the decision's time) of the same status;
- *   Retry-After on a denial: weir_api_retry_after_s() + @jitter_s, left
- *     out when the denial can never be admitted.
- * Nothing when no status has a limit.
- */
-void weir_api_render_headers(weir_buf *out, const weir_api_decision *dec,
-                             const weir_api_header_opts *opts, int64_t now_unix_us,
-                             int64_t jitter_s);
 
 /** The JSON decision of POST/GET /v1/check (one object, no newline). */
 void weir_api_render_decision(weir_buf *out, const weir_api_decision *dec);

@@ -62,14 +62,6 @@ static void put_bool(weir_buf *b, bool v)
     weir_buf_puts(b, v ? "true" : "false");
 }
 
-/* ceil(v / d) for d > 0; 0 when v <= 0. */
-static uint64_t ceil_div(int64_t v, int64_t d)
-{
-    if (v <= 0)
-        return 0;
-    return (uint64_t)(v / d) + (v % d != 0);
-}
-
 static const char *code_name(weir_code code)
 {
     switch (code) {
@@ -110,23 +102,23 @@ static void render_status(weir_buf *b, const weir_descriptor_status *s)
             put_cstr(b, unit);
         }
         obj_key(&lo, "window_ms");
-        weir_buf_put_u64(b, ceil_div(s->window_us, 1000));
+        weir_buf_put_u64(b, weir_api_ceil_div(s->window_us, 1000));
         obj_key(&lo, "algorithm");
         put_cstr(b, weir_algorithm_name(l->algorithm));
         obj_close(&lo);
         obj_key(&o, "remaining");
         weir_buf_put_u64(b, s->remaining);
         obj_key(&o, "reset_after_ms");
-        weir_buf_put_u64(b, ceil_div(s->reset_after_us, 1000));
+        weir_buf_put_u64(b, weir_api_ceil_div(s->reset_after_us, 1000));
         obj_key(&o, "retry_after_ms");
         if (s->retry_after_us == WEIR_NEVER)
             weir_buf_puts(b, "-1");
         else
-            weir_buf_put_u64(b, ceil_div(s->retry_after_us, 1000));
+            weir_buf_put_u64(b, weir_api_ceil_div(s->retry_after_us, 1000));
     }
     if (s->delay_us > 0) {
         obj_key(&o, "delay_ms");
-        weir_buf_put_u64(b, ceil_div(s->delay_us, 1000));
+        weir_buf_put_u64(b, weir_api_ceil_div(s->delay_us, 1000));
     }
     if (s->shadow) {
         obj_key(&o, "shadow");
@@ -306,7 +298,7 @@ void weir_api_render_problem(weir_buf *out, const weir_api_decision *dec, int64_
     if (!s) {
         put_cstr(out, "rate limit exceeded");
     } else {
-        uint64_t window_s = ceil_div(s->window_us, 1000000);
+        uint64_t window_s = weir_api_ceil_div(s->window_us, 1000000);
         if (window_s == 0)
             window_s = 1;
         weir_buf_puts(out, "\"rate limit exceeded: ");

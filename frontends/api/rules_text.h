@@ -6,7 +6,7 @@
 #ifndef WEIR_FRONTENDS_API_RULES_TEXT_H
 #define WEIR_FRONTENDS_API_RULES_TEXT_H
 
-#include "buf.h"
+#include "common/buf.h"
 #include "weir/rules.h"
 
 /** Appends "DOMAIN.PATH: requests_per_unit=N unit=U ... shadow_mode=B\n"

@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 
 typedef struct weir_grpc_h2 weir_grpc_h2;
 

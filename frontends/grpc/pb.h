@@ -7,7 +7,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 
 /** Append the serialized @msg to @out (nothing, and @out failed, when it
  *  does not fit). */

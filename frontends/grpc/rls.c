@@ -553,8 +553,6 @@ bool weir_rls_decode(weir_rls_decoder *d, const uint8_t *msg, size_t len, weir_g
 /* Room on the stack for a response of this many statuses and headers;
  * larger ones (never from the engine) take the heap. */
 #define STACK_STATUSES WEIR_ENGINE_MAX_DESCRIPTORS
-#define STACK_HEADERS 16u
-#define STACK_HEADER_BYTES 2048u
 
 /* weir_rule_unit -> RateLimitResponse.RateLimit.Unit (WEEK included); a
  * limit given as a window (`window:`) has no unit: UNKNOWN. */
@@ -627,62 +625,17 @@ static void fill_status(status_parts *sp, const weir_descriptor_status *s)
     sp->status.duration_until_reset = &sp->reset;
 }
 
-/* The lines of @lines as header values: each "Name: value\r\n" (or "\n")
- * line is cut in place into NUL-terminated name and value (leading blanks
- * of the value dropped). Lines without a colon are skipped. Returns how
- * many went into @hv (at most @cap). */
-static size_t split_headers(char *text, size_t len, pb_header *hv, pb_header **ptrs, size_t cap)
-{
-    size_t n = 0;
-    char *p = text, *end = text + len;
-    while (p < end && n < cap) {
-        char *eol = memchr(p, '\n', (size_t)(end - p));
-        char *line_end = eol ? eol : end;
-        char *next = eol ? eol + 1 : end;
-        if (line_end > p && line_end[-1] == '\r')
-            line_end--;
-        char *colon = memchr(p, ':', (size_t)(line_end - p));
-        if (colon && colon > p) {
-            char *v = colon + 1;
-            while (v < line_end && (*v == ' ' || *v == '\t'))
-                v++;
-            *colon = '\0';
-            *line_end = '\0';
-            pb_header h = ENVOY__CONFIG__CORE__V3__HEADER_VALUE__INIT;
-            hv[n] = h;
-            hv[n].key = p;
-            hv[n].value = v;
-            ptrs[n] = &hv[n];
-            n++;
-        }
-        p = next;
-    }
-    return n;
-}
-
-static size_t count_lines(const char *p, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        n += p[i] == '\n';
-    return n + (len && p[len - 1] != '\n');
-}
-
 void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
-                              const weir_buf *header_lines, const char *raw_body, size_t raw_len)
+                              const weir_headers *headers, const char *raw_body, size_t raw_len)
 {
     status_parts stack_parts[STACK_STATUSES];
     pb_status *stack_ptrs[STACK_STATUSES];
-    pb_header stack_hv[STACK_HEADERS];
-    pb_header *stack_hptrs[STACK_HEADERS];
-    char stack_text[STACK_HEADER_BYTES];
+    pb_header hv[WEIR_HEADERS_MAX];
+    pb_header *hptrs[WEIR_HEADERS_MAX];
 
     status_parts *parts = stack_parts;
     pb_status **ptrs = stack_ptrs;
-    pb_header *hv = stack_hv;
-    pb_header **hptrs = stack_hptrs;
-    char *text = stack_text;
-    void *heap = NULL, *heap_headers = NULL;
+    void *heap = NULL;
 
     pb_response resp = ENVOY__SERVICE__RATELIMIT__V3__RATE_LIMIT_RESPONSE__INIT;
     size_t n = dec ? dec->n : 0;
@@ -704,33 +657,22 @@ void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
     resp.n_statuses = n;
     resp.statuses = n ? ptrs : NULL;
 
-    size_t text_len = header_lines && header_lines->p ? header_lines->len : 0;
-    if (text_len) {
-        size_t lines = count_lines(header_lines->p, text_len);
-        if (lines > STACK_HEADERS || text_len >= STACK_HEADER_BYTES) {
-            size_t bytes = lines * (sizeof *hv + sizeof *hptrs) + text_len + 1;
-            /* lines <= text_len: no overflow */
-            if (!(heap_headers = malloc(bytes))) {
-                free(heap);
-                out->failed = true;
-                return;
-            }
-            hv = heap_headers;
-            hptrs = (pb_header **)(hv + lines);
-            text = (char *)(hptrs + lines);
-        }
-        memcpy(text, header_lines->p, text_len);
-        text[text_len] = '\0';
-        resp.n_response_headers_to_add = split_headers(text, text_len, hv, hptrs, lines);
-        resp.response_headers_to_add = resp.n_response_headers_to_add ? hptrs : NULL;
+    size_t nh = headers ? headers->n : 0;
+    for (size_t i = 0; i < nh; i++) {
+        pb_header h = ENVOY__CONFIG__CORE__V3__HEADER_VALUE__INIT;
+        hv[i] = h;
+        hv[i].key = (char *)weir_headers_name(headers, i); /* only read by pack */
+        hv[i].value = (char *)weir_headers_value(headers, i);
+        hptrs[i] = &hv[i];
     }
+    resp.n_response_headers_to_add = nh;
+    resp.response_headers_to_add = nh ? hptrs : NULL;
     if (raw_body) {
         resp.raw_body.data = (uint8_t *)raw_body; /* only read by pack */
         resp.raw_body.len = raw_len;
     }
     weir_pb_append(out, &resp.base);
     free(heap);
-    free(heap_headers);
 }
 
 /* ------------------------------------------------------------ clients */

@@ -16,8 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "api/api.h"
-#include "api/buf.h"
+#include "common/buf.h"
+#include "common/decision.h"
+#include "common/headers.h"
 #include "weir/engine.h"
 
 /** gRPC status codes weir sends. */
@@ -89,13 +90,12 @@ const weir_request *weir_rls_request(const weir_rls_decoder *d);
  * overall_code; one DescriptorStatus per status in order (code;
  * current_limit {requests_per_unit, unit, name} when a limit applied;
  * limit_remaining, saturated to uint32, UINT32_MAX for unlimited;
- * duration_until_reset); response_headers_to_add from @header_lines
- * ("Name: value\r\n" lines as weir_api_render_headers() writes them; NULL
- * or empty for none; `value` filled, never `raw_value`); raw_body when
- * @raw_body is not NULL.
+ * duration_until_reset); response_headers_to_add from @headers (NULL for
+ * none; `value` filled, never `raw_value`); raw_body when @raw_body is not
+ * NULL.
  */
 void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
-                              const weir_buf *header_lines, const char *raw_body, size_t raw_len);
+                              const weir_headers *headers, const char *raw_body, size_t raw_len);
 
 /** Append a serialized RateLimitRequest (for clients: the load generator
  *  and tests). */

@@ -244,6 +244,7 @@ WEIR_API void weir_engine_reader_free(weir_engine_reader *reader);
  * @cb, @arg: completion.
  *
  * Returns WEIR_OK when the decision was accepted (@cb runs, or has run);
+ * otherwise weir_engine_refusal() says why, in words every protocol uses:
  * WEIR_EINVAL for an empty domain ("rate limit domain must not be empty"),
  * no descriptors ("rate limit descriptor list must not be empty"), more
  * than WEIR_ENGINE_MAX_DESCRIPTORS descriptors, a descriptor with no
@@ -256,6 +257,52 @@ WEIR_API void weir_engine_reader_free(weir_engine_reader *reader);
 WEIR_API weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *req,
                                         int64_t now_us, weir_descriptor_status *statuses,
                                         weir_decide_cb cb, void *arg);
+
+/* X(name, number, text): why weir_engine_decide() refused a request. A
+ * descriptor's reason reads after "descriptors[N]"; numbers never change. */
+#define WEIR_REFUSAL_MAP(X)                                                                      \
+    X(NONE, 0, "not refused")                                                                    \
+    X(EMPTY_DOMAIN, 1, "rate limit domain must not be empty")                                    \
+    X(NO_DESCRIPTORS, 2, "rate limit descriptor list must not be empty")                         \
+    X(TOO_MANY_DESCRIPTORS, 3, "more descriptors than one request may have (64)")                \
+    X(NO_ENTRIES, 4, " has no entries")                                                          \
+    X(TOO_MANY_ENTRIES, 5, " has more entries than one descriptor may have (64)")                \
+    X(MISSING_BYTES, 6, " has an entry whose key or value is missing")                           \
+    X(UNKNOWN_UNIT, 7, ".limit.unit must not be UNKNOWN")                                        \
+    X(TOO_MANY_LIMITS, 8, "the request puts more limits to the test than one decision may (64)") \
+    X(VALUES_TOO_LONG, 9, " has values too long for a counter key")                              \
+    X(BAD_OVERRIDE, 10, ".limit is out of the range its limit's algorithm takes")                \
+    X(NO_MEMORY, 11, "out of memory")
+
+typedef enum weir_refusal_code {
+#define WEIR_REFUSAL_ENUM(name, num, text) WEIR_REFUSAL_##name = num,
+    WEIR_REFUSAL_MAP(WEIR_REFUSAL_ENUM)
+#undef WEIR_REFUSAL_ENUM
+} weir_refusal_code;
+
+/** Why a decision was refused: the reason, and the descriptor it concerns
+ *  (its index in the request), -1 when it concerns the request. */
+typedef struct weir_refusal {
+    weir_refusal_code code;
+    int32_t descriptor;
+} weir_refusal;
+
+/**
+ * weir_engine_refusal() - why the last weir_engine_decide() on @reader
+ * refused its request (code WEIR_REFUSAL_NONE when it did not). For the
+ * error messages of protocols: each says it in the same words. The reader's
+ * thread only, like the reader.
+ */
+WEIR_API weir_refusal weir_engine_refusal(const weir_engine_reader *reader);
+
+/**
+ * weir_refusal_text() - @r in words, as every protocol answers it:
+ * "rate limit domain must not be empty", "descriptors[1] has no entries",
+ * "descriptors[0].limit.unit must not be UNKNOWN". Writes at most @cap
+ * bytes to @buf, NUL-terminated (cut if need be); returns the length the
+ * whole text has.
+ */
+WEIR_API size_t weir_refusal_text(weir_refusal r, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

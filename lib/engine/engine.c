@@ -94,6 +94,7 @@ struct weir_engine_reader {
      * sections. */
     bool in_section;
     const ruleset *cur;
+    weir_refusal refusal; /* why the last decision was refused */
     char scratch[WEIR_MAX_KEY_BYTES];
     override_slot overrides[OVERRIDE_SLOTS]; /* direct-mapped by the spec */
 };
@@ -511,6 +512,12 @@ void weir_engine_reader_free(weir_engine_reader *reader)
 
 /* ------------------------------------------------------------------ decisions */
 
+weir_refusal weir_engine_refusal(const weir_engine_reader *reader)
+{
+    weir_refusal none = {WEIR_REFUSAL_NONE, -1};
+    return reader ? reader->refusal : none;
+}
+
 static int64_t unit_us(weir_rule_unit u)
 {
     switch (u) {
@@ -537,25 +544,42 @@ static int64_t unit_us(weir_rule_unit u)
  * are planned (check_descriptor()), so that the first counter's buckets
  * are asked for as early as possible; an error there still fails the
  * whole request before anything is charged. */
-static weir_status check_request(const weir_request *req)
+/* Records why the reader's decision is refused (descriptor @d, or -1 for
+ * the request) and returns the status that goes with it. */
+static weir_status refuse(weir_engine_reader *rd, weir_refusal_code code, long d)
 {
-    if (!req->domain || req->domain_len == 0 || !req->descriptors || req->n_descriptors == 0 ||
-        req->n_descriptors > WEIR_ENGINE_MAX_DESCRIPTORS)
-        return WEIR_EINVAL;
+    rd->refusal.code = code;
+    rd->refusal.descriptor = (int32_t)d;
+    return code == WEIR_REFUSAL_BAD_OVERRIDE ? WEIR_ERANGE
+           : code == WEIR_REFUSAL_NO_MEMORY  ? WEIR_ENOMEM
+                                             : WEIR_EINVAL;
+}
+
+static weir_status check_request(weir_engine_reader *rd, const weir_request *req)
+{
+    if (!req->domain || req->domain_len == 0)
+        return refuse(rd, WEIR_REFUSAL_EMPTY_DOMAIN, -1);
+    if (!req->descriptors || req->n_descriptors == 0)
+        return refuse(rd, WEIR_REFUSAL_NO_DESCRIPTORS, -1);
+    if (req->n_descriptors > WEIR_ENGINE_MAX_DESCRIPTORS)
+        return refuse(rd, WEIR_REFUSAL_TOO_MANY_DESCRIPTORS, -1);
     return WEIR_OK;
 }
 
-static weir_status check_descriptor(const weir_descriptor *d)
+static weir_status check_descriptor(weir_engine_reader *rd, const weir_descriptor *d, size_t i)
 {
-    if (!d->entries || d->n_entries == 0 || d->n_entries > WEIR_ENGINE_MAX_ENTRIES)
-        return WEIR_EINVAL;
+    long at = (long)i;
+    if (!d->entries || d->n_entries == 0)
+        return refuse(rd, WEIR_REFUSAL_NO_ENTRIES, at);
+    if (d->n_entries > WEIR_ENGINE_MAX_ENTRIES)
+        return refuse(rd, WEIR_REFUSAL_TOO_MANY_ENTRIES, at);
     for (size_t k = 0; k < d->n_entries; k++) {
         const weir_entry *en = &d->entries[k];
         if ((!en->key && en->key_len) || (!en->value && en->value_len))
-            return WEIR_EINVAL;
+            return refuse(rd, WEIR_REFUSAL_MISSING_BYTES, at);
     }
     if (d->limit && unit_us(d->limit->unit) == 0)
-        return WEIR_EINVAL;
+        return refuse(rd, WEIR_REFUSAL_UNKNOWN_UNIT, at);
     return WEIR_OK;
 }
 
@@ -928,15 +952,17 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
     const weir__match_domain *dom = weir__match_domain_find(rs->idx, req->domain, req->domain_len);
     if (!dom) {
         *domain_found = false;
-        for (size_t d = 0; d < req->n_descriptors; d++)
-            if (check_descriptor(&req->descriptors[d]) != WEIR_OK)
-                return WEIR_EINVAL;
+        for (size_t d = 0; d < req->n_descriptors; d++) {
+            weir_status st = check_descriptor(rd, &req->descriptors[d], d);
+            if (st != WEIR_OK)
+                return st;
+        }
         return WEIR_OK;
     }
     uint64_t req_hits = req->hits ? req->hits : 1;
     for (size_t d = 0; d < req->n_descriptors; d++) {
         const weir_descriptor *desc = &req->descriptors[d];
-        weir_status st = check_descriptor(desc);
+        weir_status st = check_descriptor(rd, desc, d);
         if (st != WEIR_OK)
             return st;
         weir__match_result m;
@@ -959,7 +985,7 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             if (l->unlimited)
                 continue;
             if (dc->n_pending == WEIR_ENGINE_MAX_LIMITS)
-                return WEIR_EINVAL;
+                return refuse(rd, WEIR_REFUSAL_TOO_MANY_LIMITS, -1);
             pending *p = &dc->p[dc->n_pending];
             p->desc = (uint32_t)d;
             p->limit = l;
@@ -970,18 +996,20 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             p->hits = hits;
             p->kind = kind;
             if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
-                return st;
+                return refuse(
+                    rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
+                    (long)d);
             unsigned char *key = dc->keys[dc->n_pending];
             if (lp[i].fixed && !desc->limit) {
                 memcpy(key, lp[i].digest, DIGEST_BYTES);
             } else if (value_level >= 0) {
                 if (!value_digest(&lp[i], &desc->entries[value_level], e->secret, key))
-                    return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
+                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
             } else {
                 size_t len = counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL,
                                            rd->scratch, sizeof(rd->scratch));
                 if (len == 0)
-                    return WEIR_EINVAL; /* request values past WEIR_MAX_KEY_BYTES */
+                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
                 counter_digest(rd->scratch, len, e->secret, key);
             }
             /* the counter's cache miss overlaps the rest of the planning */
@@ -1010,7 +1038,9 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
 {
     if (!reader || !req || !statuses || !cb)
         return WEIR_EINVAL;
-    weir_status st = check_request(req);
+    reader->refusal.code = WEIR_REFUSAL_NONE;
+    reader->refusal.descriptor = -1;
+    weir_status st = check_request(reader, req);
     if (st != WEIR_OK)
         return st;
     weir_engine *e = reader->engine;
@@ -1020,14 +1050,14 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     decision *dc;
     if (own) {
         if (!reader->own && !(reader->own = weir__malloc(e->ctx, sizeof(*dc))))
-            return WEIR_ENOMEM;
+            return refuse(reader, WEIR_REFUSAL_NO_MEMORY, -1);
         dc = reader->own;
     } else {
         atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
         dc = atomic_exchange(&reader->spare, NULL);
         if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc)))) {
             atomic_fetch_sub(&reader->live, 1);
-            return WEIR_ENOMEM;
+            return refuse(reader, WEIR_REFUSAL_NO_MEMORY, -1);
         }
     }
     /* only what a decision reads before writing it is reset */

@@ -40,7 +40,8 @@ static void check(int ok)
 }
 
 static weir_rls_decoder *dec_default, *dec_small, *dec_again;
-static weir_buf out, lines, again;
+static weir_buf out, again;
+static weir_headers hdrs;
 
 static void cleanup(void)
 {
@@ -48,7 +49,7 @@ static void cleanup(void)
     weir_rls_decoder_free(dec_small);
     weir_rls_decoder_free(dec_again);
     weir_buf_free(&out);
-    weir_buf_free(&lines);
+    weir_headers_free(&hdrs);
     weir_buf_free(&again);
 }
 
@@ -62,7 +63,7 @@ static void setup(void)
     dec_again = weir_rls_decoder_new(NULL);
     check(dec_default && dec_small && dec_again);
     weir_buf_init(&out, 1 << 22);
-    weir_buf_init(&lines, 1 << 16);
+    weir_headers_init(&hdrs, 1 << 16);
     weir_buf_init(&again, 1 << 22);
     atexit(cleanup);
 }
@@ -144,7 +145,7 @@ static void respond(const weir_request *r, uint64_t seed)
     size_t n = r->n_descriptors;
     check(n <= WEIR_ENGINE_MAX_DESCRIPTORS);
     bool over = false;
-    weir_buf_clear(&lines);
+    weir_headers_clear(&hdrs);
     for (size_t i = 0; i < n; i++) {
         const weir_descriptor *d = &r->descriptors[i];
         uint64_t h = mix(seed, i);
@@ -170,18 +171,15 @@ static void respond(const weir_request *r, uint64_t seed)
             st[i].reset_after_us = (int64_t)(h >> 20) - (int64_t)1000000;
             break;
         }
-        /* the entries as header lines, whatever bytes they hold */
-        if (d->n_entries) {
-            weir_buf_put(&lines, d->entries[0].key, d->entries[0].key_len);
-            weir_buf_puts(&lines, ": ");
-            weir_buf_put(&lines, d->entries[0].value, d->entries[0].value_len);
-            weir_buf_puts(&lines, "\r\n");
-        }
+        /* the entries as header fields, whatever bytes they hold */
+        if (d->n_entries && hdrs.n < WEIR_HEADERS_MAX)
+            weir_headers_add(&hdrs, d->entries[0].key, d->entries[0].key_len, d->entries[0].value,
+                             d->entries[0].value_len);
     }
     weir_api_decision dec = {over ? WEIR_CODE_OVER_LIMIT : WEIR_CODE_OK, st, n};
     bool body = seed & 1;
     weir_buf_clear(&out);
-    weir_rls_encode_response(&out, &dec, &lines, body ? r->domain : NULL, body ? r->domain_len : 0);
+    weir_rls_encode_response(&out, &dec, &hdrs, body ? r->domain : NULL, body ? r->domain_len : 0);
     check(weir_buf_ok(&out));
 
     pb_response *m = envoy__service__ratelimit__v3__rate_limit_response__unpack(
@@ -211,15 +209,12 @@ static void respond(const weir_request *r, uint64_t seed)
             check(s->duration_until_reset->nanos == (int32_t)(us % 1000000) * 1000);
         }
     }
-    /* every header has a name without ':' and both halves without CR/LF */
-    size_t n_lines = 1;
-    for (size_t i = 0; i < lines.len; i++)
-        n_lines += lines.p[i] == '\n';
-    check(m->n_response_headers_to_add <= n_lines);
+    /* every field as given (up to a NUL in its bytes), in order */
+    check(m->n_response_headers_to_add == hdrs.n);
     for (size_t i = 0; i < m->n_response_headers_to_add; i++) {
         const Envoy__Config__Core__V3__HeaderValue *hv = m->response_headers_to_add[i];
-        check(hv->key[0] != '\0' && !strchr(hv->key, ':') && !strchr(hv->key, '\n'));
-        check(!strchr(hv->value, '\n') && hv->raw_value.len == 0);
+        check(strcmp(hv->key, weir_headers_name(&hdrs, i)) == 0);
+        check(strcmp(hv->value, weir_headers_value(&hdrs, i)) == 0 && hv->raw_value.len == 0);
     }
     check(m->n_request_headers_to_add == 0);
     if (body) {

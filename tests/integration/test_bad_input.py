@@ -232,7 +232,7 @@ def test_bad_request(shared_weir, data, status, detail, closes):
 def test_value_longer_than_a_counter_key(weir_factory):
     weir = weir_factory(RULES)
     r = weir.check("test", {"user": "v" * 5000})
-    assert_problem(r, 400, "invalid request: invalid argument")
+    assert_problem(r, 400, "descriptors[0] has values too long for a counter key")
     assert_alive(weir)
 
 

@@ -677,6 +677,62 @@ static void count_rejected_charges_anyway(void **unused)
     close_world(&w);
 }
 
+/* Every refusal says why, in the words every protocol answers with
+ * (upstream's where upstream has them), and nothing is charged. */
+static void refusals_name_their_reason(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    char buf[128];
+    weir_entry e = {"user", 4, "v", 1}, long_value = {"user", 4, NULL, 5000};
+    char big[5000];
+    memset(big, 'x', sizeof(big));
+    long_value.value = big;
+    weir_limit_override none = {5, WEIR_UNIT_NONE}, sec = {5, WEIR_UNIT_SECOND};
+    weir_descriptor ok = {&e, 1, false, 0, NULL}, empty = {NULL, 0, false, 0, NULL};
+    weir_descriptor bad_unit = {&e, 1, false, 0, &none}, good_unit = {&e, 1, false, 0, &sec};
+    weir_descriptor too_long = {&long_value, 1, false, 0, NULL};
+    weir_descriptor_status st[2];
+    outcome o = {0};
+    static const struct {
+        const char *domain;
+        size_t n;
+        int second; /* 0 ok, 1 empty, 2 bad unit, 3 good unit, 4 too long */
+        weir_status status;
+        const char *text;
+    } rows[] = {
+        {"", 1, 0, WEIR_EINVAL, "rate limit domain must not be empty"},
+        {"api", 0, 0, WEIR_EINVAL, "rate limit descriptor list must not be empty"},
+        {"api", 2, 1, WEIR_EINVAL, "descriptors[1] has no entries"},
+        {"nope", 2, 1, WEIR_EINVAL, "descriptors[1] has no entries"},
+        {"api", 2, 2, WEIR_EINVAL, "descriptors[1].limit.unit must not be UNKNOWN"},
+        {"api", 2, 4, WEIR_EINVAL, "descriptors[1] has values too long for a counter key"},
+        {"api", 2, 3, WEIR_OK, "not refused"},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        weir_descriptor two[2] = {ok, ok};
+        two[1] = rows[i].second == 1   ? empty
+                 : rows[i].second == 2 ? bad_unit
+                 : rows[i].second == 3 ? good_unit
+                 : rows[i].second == 4 ? too_long
+                                       : ok;
+        weir_request r = {rows[i].domain, strlen(rows[i].domain), two, rows[i].n, 0};
+        assert_int_equal(weir_engine_decide(w.reader, &r, 0, st, on_decided, &o), rows[i].status);
+        weir_refusal why = weir_engine_refusal(w.reader);
+        size_t len = weir_refusal_text(why, buf, sizeof(buf));
+        assert_string_equal(buf, rows[i].text);
+        assert_int_equal(len, strlen(rows[i].text));
+        settle(&w);
+    }
+    assert_int_equal(o.calls, 1); /* only the accepted one */
+    /* a text cut to the buffer still says how long it is */
+    weir_refusal r = {WEIR_REFUSAL_NO_ENTRIES, 12};
+    assert_int_equal(weir_refusal_text(r, buf, 8), strlen("descriptors[12] has no entries"));
+    assert_string_equal(buf, "descrip");
+    close_world(&w);
+}
+
 /* A store that refuses a batch completes the decision at once, inside
  * weir_engine_decide(), by each limit's failure mode; a decision made from
  * that callback must find the rules (it once read a reader's rules that
@@ -781,6 +837,7 @@ int main(void)
         cmocka_unit_test(bad_file_keeps_rules_in_force),
         cmocka_unit_test(count_rejected_charges_anyway),
         cmocka_unit_test(decide_inside_a_callback),
+        cmocka_unit_test(refusals_name_their_reason),
     };
     const struct CMUnitTest deferred_only[] = {
         cmocka_unit_test(refused_batch_completes_at_once),

@@ -4,8 +4,8 @@
  * failed and further appends are ignored, so a writer checks once at the
  * end (weir_buf_ok()).
  */
-#ifndef WEIR_FRONTENDS_API_BUF_H
-#define WEIR_FRONTENDS_API_BUF_H
+#ifndef WEIR_FRONTENDS_COMMON_BUF_H
+#define WEIR_FRONTENDS_COMMON_BUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,4 +69,4 @@ void weir_buf_printf(weir_buf *b, const char *fmt, ...) __attribute__((format(pr
  *  invalid UTF-8 bytes become U+FFFD). */
 void weir_buf_put_json_str(weir_buf *b, const char *s, size_t n);
 
-#endif /* WEIR_FRONTENDS_API_BUF_H */
+#endif /* WEIR_FRONTENDS_COMMON_BUF_H */

@@ -571,19 +571,19 @@ static void encode_response_headers_and_body(void **state)
                                     .remaining = 3,
                                     .reset_after_us = 2000000}};
     weir_api_decision dec = {WEIR_CODE_OK, st, 1};
-    weir_buf lines;
-    weir_buf_init(&lines, 1 << 16);
-    const char text[] = "RateLimit-Policy: \"per_user\";q=10;w=60\r\n"
-                        "RateLimit: \"per_user\";r=3;t=2\r\n"
-                        "X-RateLimit-Limit:10\r\n";
-    weir_buf_puts(&lines, text);
+    weir_headers lines;
+    weir_headers_init(&lines, 1 << 16);
+    weir_headers_add(&lines, "RateLimit-Policy", 16, "\"per_user\";q=10;w=60", 20);
+    weir_headers_add(&lines, "RateLimit", 9, "\"per_user\";r=3;t=2", 18);
+    weir_headers_add(&lines, "X-RateLimit-Limit", 17, "10", 2);
+    assert_true(weir_headers_ok(&lines));
     const char body[] = "over\0limit";
     weir_buf b;
     weir_buf_init(&b, 1 << 20);
     weir_rls_encode_response(&b, &dec, &lines, body, sizeof body - 1);
-    /* the caller's lines are left as they were */
-    assert_int_equal(lines.len, sizeof text - 1);
-    assert_memory_equal(lines.p, text, sizeof text - 1);
+    /* the caller's fields are left as they were */
+    assert_int_equal(lines.n, 3);
+    assert_string_equal(weir_headers_value(&lines, 1), "\"per_user\";r=3;t=2");
 
     pb_response *r = unpack_response(&b);
     assert_int_equal(r->overall_code, RESPONSE_CODE(OK));
@@ -600,24 +600,29 @@ static void encode_response_headers_and_body(void **state)
     assert_memory_equal(r->raw_body.data, body, sizeof body - 1);
     envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(r, NULL);
 
-    /* many header lines (past the stack's room), an empty header buffer */
-    weir_buf_clear(&lines);
-    for (int i = 0; i < 40; i++)
-        weir_buf_printf(&lines, "X-H%d: v%d\r\n", i, i);
-    weir_buf_puts(&lines, "no colon here\r\nLast: x"); /* no final CRLF */
+    /* as many fields as a list holds; one more fails the list */
+    weir_headers_clear(&lines);
+    for (unsigned i = 0; i < WEIR_HEADERS_MAX; i++) {
+        char name[16], value[16];
+        int nl = snprintf(name, sizeof name, "X-H%u", i),
+            vl = snprintf(value, sizeof value, "v%u", i);
+        weir_headers_add(&lines, name, (size_t)nl, value, (size_t)vl);
+    }
+    assert_true(weir_headers_ok(&lines));
     weir_buf_clear(&b);
     weir_rls_encode_response(&b, &dec, &lines, NULL, 0);
     r = unpack_response(&b);
-    assert_int_equal(r->n_response_headers_to_add, 41);
-    assert_string_equal(r->response_headers_to_add[39]->key, "X-H39");
-    assert_string_equal(r->response_headers_to_add[39]->value, "v39");
-    assert_string_equal(r->response_headers_to_add[40]->key, "Last");
-    assert_string_equal(r->response_headers_to_add[40]->value, "x");
+    assert_int_equal(r->n_response_headers_to_add, WEIR_HEADERS_MAX);
+    assert_string_equal(r->response_headers_to_add[7]->key, "X-H7");
+    assert_string_equal(r->response_headers_to_add[7]->value, "v7");
     assert_int_equal(r->raw_body.len, 0);
     envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(r, NULL);
+    weir_headers_add(&lines, "One", 3, "more", 4);
+    assert_false(weir_headers_ok(&lines));
+    assert_int_equal(lines.n, WEIR_HEADERS_MAX);
 
-    weir_buf empty;
-    weir_buf_init(&empty, 16);
+    weir_headers empty;
+    weir_headers_init(&empty, 16);
     weir_buf_clear(&b);
     weir_rls_encode_response(&b, &dec, &empty, "", 0);
     r = unpack_response(&b);
@@ -625,8 +630,8 @@ static void encode_response_headers_and_body(void **state)
     assert_int_equal(r->n_statuses, 1);
     envoy__service__ratelimit__v3__rate_limit_response__free_unpacked(r, NULL);
 
-    weir_buf_free(&empty);
-    weir_buf_free(&lines);
+    weir_headers_free(&empty);
+    weir_headers_free(&lines);
     weir_buf_free(&b);
 }
 

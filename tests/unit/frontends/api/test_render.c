@@ -15,6 +15,18 @@
 
 #include "api/api.h"
 
+/* The header fields of @dec as the HTTP lines they make. */
+static void render_lines(weir_buf *b, const weir_api_decision *dec,
+                         const weir_api_header_opts *opts, int64_t now_us, int64_t jitter_s)
+{
+    weir_headers h;
+    weir_headers_init(&h, 1 << 16);
+    weir_api_render_headers(&h, dec, opts, now_us, jitter_s);
+    assert_true(weir_headers_ok(&h));
+    weir_headers_put_lines(&h, b);
+    weir_headers_free(&h);
+}
+
 static const weir_rule_limit per_user = {
     .name = "per_user",
     .requests_per_unit = 10,
@@ -241,7 +253,7 @@ static void headers_every_limit_tested(void **unused)
     st[1].n_outcomes = 1;
     weir_api_decision dec = {WEIR_CODE_OK, st, 2};
     weir_api_header_opts ietf = {true, false, false};
-    weir_api_render_headers(&b, &dec, &ietf, 1700000000000000, 0);
+    render_lines(&b, &dec, &ietf, 1700000000000000, 0);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"per_user\";r=9;t=47\r\n");
     weir_buf_free(&b);
@@ -255,7 +267,7 @@ static void headers_denied(void **unused)
     weir_descriptor_status st[4] = {ok_status(), over_status(), unmatched_status(), ok_status()};
     weir_api_decision dec = {WEIR_CODE_OVER_LIMIT, st, 4};
     const int64_t now = 1700000000250000;
-    weir_api_render_headers(&b, &dec, &all, now, 3);
+    render_lines(&b, &dec, &all, now, 3);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"api.ip_address\";r=0;t=29\r\n"
                    "X-RateLimit-Limit: 5\r\n"
@@ -268,13 +280,13 @@ static void headers_denied(void **unused)
     /* each family on its own; no jitter */
     weir_api_header_opts ietf = {true, false, false}, legacy = {false, true, false},
                          retry = {false, false, true};
-    weir_api_render_headers(&b, &dec, &ietf, now, 0);
+    render_lines(&b, &dec, &ietf, now, 0);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"api.ip_address\";r=0;t=29\r\n");
-    weir_api_render_headers(&b, &dec, &legacy, now, 0);
+    render_lines(&b, &dec, &legacy, now, 0);
     expect_buf(&b, "X-RateLimit-Limit: 5\r\nX-RateLimit-Remaining: 0\r\n"
                    "X-RateLimit-Reset: 1700000030\r\n");
-    weir_api_render_headers(&b, &dec, &retry, now, 0);
+    render_lines(&b, &dec, &retry, now, 0);
     expect_buf(&b, "Retry-After: 6\r\n");
 
     /* the longest retry wins; a never-admitted denial has no Retry-After */
@@ -290,7 +302,7 @@ static void headers_denied(void **unused)
     dec.n = 3;
     assert_ptr_equal(weir_api_most_restrictive(&dec), &three[2]);
     assert_int_equal(weir_api_retry_after_s(&dec), -1);
-    weir_api_render_headers(&b, &dec, &all, now, 3);
+    render_lines(&b, &dec, &all, now, 3);
     expect_buf(&b, "RateLimit-Policy: \"api.ip_address\";q=5;w=30, \"per_user\";q=5;w=30\r\n"
                    "RateLimit: \"api.ip_address\";r=0;t=0\r\n"
                    "X-RateLimit-Limit: 5\r\nX-RateLimit-Remaining: 0\r\n"
@@ -301,7 +313,7 @@ static void headers_denied(void **unused)
     soon.retry_after_us = 1;
     dec = (weir_api_decision){WEIR_CODE_OVER_LIMIT, &soon, 1};
     assert_int_equal(weir_api_retry_after_s(&dec), 1);
-    weir_api_render_headers(&b, &dec, &retry, now, -4);
+    render_lines(&b, &dec, &retry, now, -4);
     expect_buf(&b, "Retry-After: 1\r\n");
     weir_buf_free(&b);
 }
@@ -327,7 +339,7 @@ static void headers_allowed(void **unused)
     weir_api_decision dec = {WEIR_CODE_OK, st, 4};
     assert_ptr_equal(weir_api_most_restrictive(&dec), &st[2]);
     assert_int_equal(weir_api_retry_after_s(&dec), 0);
-    weir_api_render_headers(&b, &dec, &all, 0, 3);
+    render_lines(&b, &dec, &all, 0, 3);
     expect_buf(&b,
                "RateLimit-Policy: \"per_user\";q=10;w=60, "
                "\"a\\\"b\\\\c?\?\?\";q=10;w=60\r\n"
@@ -338,9 +350,9 @@ static void headers_allowed(void **unused)
     weir_descriptor_status none[2] = {unmatched_status(), unlimited_status()};
     dec = (weir_api_decision){WEIR_CODE_OK, none, 2};
     assert_null(weir_api_most_restrictive(&dec));
-    weir_api_render_headers(&b, &dec, &all, 0, 0);
+    render_lines(&b, &dec, &all, 0, 0);
     expect_buf(&b, "");
-    weir_api_render_headers(&b, &dec, NULL, 0, 0);
+    render_lines(&b, &dec, NULL, 0, 0);
     expect_buf(&b, "");
 
     /* clamps: a zero window is 1 s, huge values saturate */
@@ -350,7 +362,7 @@ static void headers_allowed(void **unused)
     big.reset_after_us = INT64_MAX;
     big.requests_per_unit = UINT32_MAX;
     dec = (weir_api_decision){WEIR_CODE_OK, &big, 1};
-    weir_api_render_headers(&b, &dec, &all, INT64_MAX, 0);
+    render_lines(&b, &dec, &all, INT64_MAX, 0);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=4294967295;w=1\r\n"
                    "RateLimit: \"per_user\";r=999999999999999;t=9223372036855\r\n"
                    "X-RateLimit-Limit: 4294967295\r\nX-RateLimit-Remaining: 999999999999999\r\n"
@@ -359,7 +371,7 @@ static void headers_allowed(void **unused)
     weir_descriptor_status over = over_status();
     over.retry_after_us = INT64_MAX;
     dec = (weir_api_decision){WEIR_CODE_OVER_LIMIT, &over, 1};
-    weir_api_render_headers(&b, &dec, &all, -5000000, INT64_MAX);
+    render_lines(&b, &dec, &all, -5000000, INT64_MAX);
     expect_buf(&b, "RateLimit-Policy: \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"api.ip_address\";r=0;t=29\r\n"
                    "X-RateLimit-Limit: 5\r\nX-RateLimit-Remaining: 0\r\n"
@@ -474,7 +486,7 @@ static void full_buffer(void **unused)
     weir_rule_limit named = per_user;
     named.name = name;
     st[1].limit = &named;
-    weir_api_render_headers(&b, &dec, &all, 0, 0);
+    render_lines(&b, &dec, &all, 0, 0);
     assert_false(weir_buf_ok(&b));
     weir_buf_clear(&b);
     weir_api_render_problem(&b, &dec, 1);

@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "api/buf.h"
+#include "common/buf.h"
 
 static void cap_holds(void **unused)
 {

@@ -1,85 +1,99 @@
 /*
- * render_headers.c - the rate limit header fields of a decision: the IETF
+ * headers.c - the rate limit header fields of a decision: the IETF
  * RateLimit-Policy and RateLimit fields, the legacy X-RateLimit-* trio and
- * Retry-After, all from the most restrictive status.
+ * Retry-After, all from the most restrictive status, as a list of names
+ * and values (headers.h).
  *
  * Integer arithmetic only; every value is clamped so nothing overflows
  * (structured-field integers have at most 15 digits).
  */
-#include <string.h>
+#include "common/headers.h"
 
-#include "api.h"
+#include <string.h>
 
 #define US_PER_S 1000000
 /** The largest structured-field integer (RFC 8941). */
 #define SF_INT_MAX 999999999999999u
-
-/* ceil(v / d) for d > 0; 0 when v <= 0. */
-static uint64_t ceil_div(int64_t v, int64_t d)
-{
-    if (v <= 0)
-        return 0;
-    return (uint64_t)(v / d) + (v % d != 0);
-}
 
 static uint64_t sf_int(uint64_t v)
 {
     return v > SF_INT_MAX ? SF_INT_MAX : v;
 }
 
-/* Whether retry_after @a is longer than @b (WEIR_NEVER is the longest). */
-static bool longer(int64_t a, int64_t b)
+/* ------------------------------------------------------------ the list */
+
+void weir_headers_init(weir_headers *h, size_t max_bytes)
 {
-    if (b == WEIR_NEVER)
-        return false;
-    return a == WEIR_NEVER || a > b;
+    weir_buf_init(&h->text, max_bytes);
+    h->n = 0;
 }
 
-/* Whether a status speaks for a limit clients are held to: a shadow-mode
- * limit is being tried out, never enforced, so it is not advertised. */
-static bool has_limit(const weir_descriptor_status *s)
+void weir_headers_free(weir_headers *h)
 {
-    return s->limit && !s->unlimited && !s->shadow;
+    weir_buf_free(&h->text);
+    h->n = 0;
 }
 
-const weir_descriptor_status *weir_api_most_restrictive(const weir_api_decision *dec)
+void weir_headers_clear(weir_headers *h)
 {
-    const weir_descriptor_status *best = NULL;
-    for (size_t i = 0; i < dec->n; i++) {
-        const weir_descriptor_status *s = &dec->statuses[i];
-        if (has_limit(s) && s->code == WEIR_CODE_OVER_LIMIT && !s->shadow &&
-            (!best || longer(s->retry_after_us, best->retry_after_us)))
-            best = s;
-    }
-    if (best)
-        return best;
-    for (size_t i = 0; i < dec->n; i++) {
-        const weir_descriptor_status *s = &dec->statuses[i];
-        if (!has_limit(s))
-            continue;
-        if (!best || s->remaining < best->remaining ||
-            (s->remaining == best->remaining && s->reset_after_us > best->reset_after_us))
-            best = s;
-    }
-    return best;
+    weir_buf_clear(&h->text);
+    h->n = 0;
 }
 
-int64_t weir_api_retry_after_s(const weir_api_decision *dec)
+bool weir_headers_ok(const weir_headers *h)
 {
-    if (dec->overall != WEIR_CODE_OVER_LIMIT)
-        return 0;
-    int64_t longest = 0;
-    for (size_t i = 0; i < dec->n; i++) {
-        const weir_descriptor_status *s = &dec->statuses[i];
-        if (s->code != WEIR_CODE_OVER_LIMIT || s->shadow)
-            continue;
-        if (s->retry_after_us == WEIR_NEVER)
-            return -1;
-        if (s->retry_after_us > longest)
-            longest = s->retry_after_us;
+    return weir_buf_ok(&h->text);
+}
+
+const char *weir_headers_name(const weir_headers *h, size_t i)
+{
+    return h->text.p + h->names[i];
+}
+
+const char *weir_headers_value(const weir_headers *h, size_t i)
+{
+    return h->text.p + h->values[i];
+}
+
+void weir_headers_put_lines(const weir_headers *h, weir_buf *out)
+{
+    for (size_t i = 0; i < h->n; i++) {
+        weir_buf_puts(out, weir_headers_name(h, i));
+        weir_buf_put(out, ": ", 2);
+        weir_buf_puts(out, weir_headers_value(h, i));
+        weir_buf_put(out, "\r\n", 2);
     }
-    uint64_t secs = ceil_div(longest, US_PER_S);
-    return secs < 1 ? 1 : (int64_t)secs;
+}
+
+/* A new field named @name (@len bytes): its value is what is appended to
+ * h->text until end_field(). Returns the buffer to append to. */
+static weir_buf *begin_field(weir_headers *h, const char *name, size_t len)
+{
+    if (h->n == WEIR_HEADERS_MAX) {
+        h->text.failed = true;
+        return &h->text;
+    }
+    h->names[h->n] = h->text.len;
+    weir_buf_put(&h->text, name, len);
+    weir_buf_putc(&h->text, '\0');
+    h->values[h->n] = h->text.len;
+    return &h->text;
+}
+
+#define BEGIN(h, name) begin_field((h), name, sizeof(name) - 1)
+
+static void end_field(weir_headers *h)
+{
+    weir_buf_putc(&h->text, '\0');
+    if (h->n < WEIR_HEADERS_MAX && weir_buf_ok(&h->text))
+        h->n++;
+}
+
+void weir_headers_add(weir_headers *h, const char *name, size_t name_len, const char *value,
+                      size_t value_len)
+{
+    weir_buf_put(begin_field(h, name, name_len), value, value_len);
+    end_field(h);
 }
 
 /* Bytes of a structured-field string: '"' and '\' escaped, anything
@@ -120,7 +134,7 @@ static bool put_policy(weir_buf *b, const weir_rule_limit *l, uint64_t quota, in
         seen[(*n)++] = l;
     if (*n > 1)
         weir_buf_puts(b, ", ");
-    uint64_t window = ceil_div(window_us, US_PER_S);
+    uint64_t window = weir_api_ceil_div(window_us, US_PER_S);
     put_sf_name(b, l);
     weir_buf_puts(b, ";q=");
     weir_buf_put_u64(b, sf_int(quota));
@@ -135,10 +149,9 @@ static void put_policies(weir_buf *b, const weir_api_decision *dec)
 {
     const weir_rule_limit *seen[WEIR_ENGINE_MAX_LIMITS];
     size_t n = 0;
-    weir_buf_puts(b, "RateLimit-Policy: ");
     for (size_t i = 0; i < dec->n; i++) {
         const weir_descriptor_status *s = &dec->statuses[i];
-        if (!has_limit(s))
+        if (!weir_api_has_limit(s))
             continue;
         if (!s->n_outcomes) {
             put_policy(b, s->limit, s->requests_per_unit, s->window_us, seen, &n);
@@ -150,7 +163,6 @@ static void put_policies(weir_buf *b, const weir_api_decision *dec)
                 put_policy(b, o->limit, o->requests_per_unit, o->window_us, seen, &n);
         }
     }
-    weir_buf_puts(b, "\r\n");
 }
 
 static uint64_t reset_epoch_s(int64_t now_unix_us, int64_t reset_after_us)
@@ -161,10 +173,10 @@ static uint64_t reset_epoch_s(int64_t now_unix_us, int64_t reset_after_us)
         reset_after_us = 0;
     int64_t at =
         reset_after_us > INT64_MAX - now_unix_us ? INT64_MAX : now_unix_us + reset_after_us;
-    return ceil_div(at, US_PER_S);
+    return weir_api_ceil_div(at, US_PER_S);
 }
 
-void weir_api_render_headers(weir_buf *out, const weir_api_decision *dec,
+void weir_api_render_headers(weir_headers *out, const weir_api_decision *dec,
                              const weir_api_header_opts *opts, int64_t now_unix_us,
                              int64_t jitter_s)
 {
@@ -172,33 +184,34 @@ void weir_api_render_headers(weir_buf *out, const weir_api_decision *dec,
     if (!m)
         return;
     uint64_t remaining = sf_int(m->remaining);
+    weir_buf *b;
     if (opts->ietf) {
-        put_policies(out, dec);
-        weir_buf_puts(out, "RateLimit: ");
-        put_sf_name(out, m->limit);
-        weir_buf_puts(out, ";r=");
-        weir_buf_put_u64(out, remaining);
-        weir_buf_puts(out, ";t=");
-        weir_buf_put_u64(out, sf_int(ceil_div(m->reset_after_us, US_PER_S)));
-        weir_buf_puts(out, "\r\n");
+        put_policies(BEGIN(out, "RateLimit-Policy"), dec);
+        end_field(out);
+        b = BEGIN(out, "RateLimit");
+        put_sf_name(b, m->limit);
+        weir_buf_puts(b, ";r=");
+        weir_buf_put_u64(b, remaining);
+        weir_buf_puts(b, ";t=");
+        weir_buf_put_u64(b, sf_int(weir_api_ceil_div(m->reset_after_us, US_PER_S)));
+        end_field(out);
     }
     if (opts->legacy) {
-        weir_buf_puts(out, "X-RateLimit-Limit: ");
-        weir_buf_put_u64(out, m->requests_per_unit);
-        weir_buf_puts(out, "\r\nX-RateLimit-Remaining: ");
-        weir_buf_put_u64(out, remaining);
-        weir_buf_puts(out, "\r\nX-RateLimit-Reset: ");
-        weir_buf_put_u64(out, reset_epoch_s(now_unix_us, m->reset_after_us));
-        weir_buf_puts(out, "\r\n");
+        weir_buf_put_u64(BEGIN(out, "X-RateLimit-Limit"), m->requests_per_unit);
+        end_field(out);
+        weir_buf_put_u64(BEGIN(out, "X-RateLimit-Remaining"), remaining);
+        end_field(out);
+        weir_buf_put_u64(BEGIN(out, "X-RateLimit-Reset"),
+                         reset_epoch_s(now_unix_us, m->reset_after_us));
+        end_field(out);
     }
     if (opts->retry_after && dec->overall == WEIR_CODE_OVER_LIMIT) {
         int64_t s = weir_api_retry_after_s(dec);
         if (s > 0) {
             if (jitter_s > 0)
                 s = jitter_s > INT64_MAX - s ? INT64_MAX : s + jitter_s;
-            weir_buf_puts(out, "Retry-After: ");
-            weir_buf_put_i64(out, s);
-            weir_buf_puts(out, "\r\n");
+            weir_buf_put_i64(BEGIN(out, "Retry-After"), s);
+            end_field(out);
         }
     }
 }

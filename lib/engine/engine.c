@@ -23,6 +23,7 @@
 
 #include "core/context.h"
 #include "core/snapshot.h"
+#include "engine/keys.h"
 #include "engine/match.h"
 #include "rules/loader.h"
 #include "store/store.h"
@@ -48,6 +49,7 @@ struct weir_engine {
     /* the store's table, read once: whether it completes inline, and its
      * optional fast paths (NULL when it has none) */
     bool inline_store;
+    bool shared_keys; /* stable keys, not digests under the secret */
     void (*prefetch)(weir_store *s, const void *key);
     weir_status (*run_planned)(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
     weir__snap *snap;
@@ -138,7 +140,33 @@ struct decision {
     _Atomic int outstanding;
     uint64_t quota_desc; /* bit d: descriptor d is in quota mode */
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
+    /* A store shared between processes: stable keys, limit i's at
+     * kbuf + koff[i], kept with the decision's memory for the next one. */
+    char *kbuf;
+    size_t kcap, kused;
+    uint32_t koff[WEIR_ENGINE_MAX_LIMITS];
+    uint32_t klen[WEIR_ENGINE_MAX_LIMITS];
 };
+
+/* A decision's memory, and its key buffer's, when it is not kept. */
+static void decision_destroy(weir_ctx *ctx, decision *dc)
+{
+    if (!dc)
+        return;
+    weir__free(ctx, dc->kbuf);
+    weir__free(ctx, dc);
+}
+
+/* A decision's memory, fresh: nothing kept with it yet. */
+static decision *decision_alloc(weir_ctx *ctx)
+{
+    decision *dc = weir__malloc(ctx, sizeof(*dc));
+    if (dc) {
+        dc->kbuf = NULL;
+        dc->kcap = 0;
+    }
+    return dc;
+}
 
 /* ------------------------------------------------------------------ identities */
 
@@ -391,6 +419,7 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
     e->ctx = ctx;
     e->store = opts->store;
     e->inline_store = weir__store_is_inline(opts->store);
+    e->shared_keys = (opts->store->ops->caps & WEIR_STORE_SHARED_KEYS) != 0;
     e->prefetch = opts->store->ops->prefetch;
     e->run_planned = e->inline_store ? opts->store->ops->run_planned : NULL;
     *out = e;
@@ -499,8 +528,8 @@ weir_status weir_engine_reader_new_session(weir_engine *engine, weir_store_sessi
 static void reader_destroy(weir_engine_reader *reader)
 {
     weir__snap_reader_free(reader->snap);
-    weir__free(reader->engine->ctx, atomic_load(&reader->spare));
-    weir__free(reader->engine->ctx, reader->own);
+    decision_destroy(reader->engine->ctx, atomic_load(&reader->spare));
+    decision_destroy(reader->engine->ctx, reader->own);
     weir__free(reader->engine->ctx, reader);
 }
 
@@ -666,7 +695,7 @@ static void decision_free(decision *dc)
     weir_ctx *ctx = dc->engine->ctx;
     /* dc is the reader's thread's to reuse from here on */
     decision *prev = atomic_exchange(&rd->spare, dc);
-    weir__free(ctx, prev);
+    decision_destroy(ctx, prev);
     /* the last touch of the reader: it may be freed from here on */
     if (atomic_fetch_sub(&rd->live, 1) == (READER_FREEING | 1))
         reader_destroy(rd);
@@ -784,7 +813,8 @@ static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_st
         cb(dc, ops, n, e->run_planned(e->store, ops, n, dc->now_us));
         return;
     }
-    flags |= WEIR_BATCH_DIGESTS;
+    if (!e->shared_keys)
+        flags |= WEIR_BATCH_DIGESTS;
     weir_store_session *ss = dc->reader->session;
     weir_status st = ss ? weir_store_session_submit(ss, ops, n, dc->now_us, flags, cb, dc)
                         : weir_store_submit(e->store, ops, n, dc->now_us, flags, cb, dc);
@@ -934,12 +964,42 @@ static void place_op(decision *dc, size_t i, size_t slot)
     pending *p = &dc->p[i];
     weir_op *op = &dc->ops[slot];
     p->op = slot;
-    op->key = dc->keys[i];
-    op->key_len = DIGEST_BYTES;
+    if (dc->engine->shared_keys) {
+        op->key = dc->kbuf + dc->koff[i];
+        op->key_len = dc->klen[i];
+    } else {
+        op->key = dc->keys[i];
+        op->key_len = DIGEST_BYTES;
+    }
     op->limit = p->lim;
     op->hits = p->hits;
     op->lease = 0;
     op->kind = p->kind;
+}
+
+/* Keeps limit i's stable key (@len bytes of @key); false when out of
+ * memory. Its op's pointer is set once every key is in (the buffer may
+ * move while they come). */
+static bool keep_key(decision *dc, size_t i, const char *key, size_t len)
+{
+    if (dc->kused + len > dc->kcap) {
+        size_t cap = dc->kcap ? dc->kcap * 2 : 1024;
+        while (cap < dc->kused + len)
+            cap *= 2;
+        char *p = weir__malloc(dc->engine->ctx, cap);
+        if (!p)
+            return false;
+        if (dc->kused)
+            memcpy(p, dc->kbuf, dc->kused);
+        weir__free(dc->engine->ctx, dc->kbuf);
+        dc->kbuf = p;
+        dc->kcap = cap;
+    }
+    memcpy(dc->kbuf + dc->kused, key, len);
+    dc->koff[i] = (uint32_t)dc->kused;
+    dc->klen[i] = (uint32_t)len;
+    dc->kused += len;
+    return true;
 }
 
 /* Match every descriptor and list the limits to charge. */
@@ -1000,7 +1060,19 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                     rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
                     (long)d);
             unsigned char *key = dc->keys[dc->n_pending];
-            if (lp[i].fixed && !desc->limit) {
+            if (e->shared_keys) {
+                /* the same values are refused as with digests (below), so
+                 * a request means the same on every store */
+                if (counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL, rd->scratch,
+                                  sizeof(rd->scratch)) == 0)
+                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
+                weir__counter_name cn = {
+                    req->domain,   req->domain_len,     lp[i].id.lo, lp[i].id.hi, &m,
+                    desc->entries, desc->limit != NULL, p->rpu,      p->window_us};
+                size_t len = weir__stable_key(&cn, rd->scratch);
+                if (!keep_key(dc, dc->n_pending, rd->scratch, len))
+                    return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
+            } else if (lp[i].fixed && !desc->limit) {
                 memcpy(key, lp[i].digest, DIGEST_BYTES);
             } else if (value_level >= 0) {
                 if (!value_digest(&lp[i], &desc->entries[value_level], e->secret, key))
@@ -1015,7 +1087,8 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             /* the counter's cache miss overlaps the rest of the planning */
             if (e->prefetch)
                 e->prefetch(e->store, key);
-            place_op(dc, dc->n_pending, dc->n_pending);
+            if (!e->shared_keys)
+                place_op(dc, dc->n_pending, dc->n_pending);
             dc->n_enforcing += p->enforcing;
             dc->n_pending++;
             limited++;
@@ -1049,13 +1122,13 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     bool own = reader->depth == 0 && e->inline_store;
     decision *dc;
     if (own) {
-        if (!reader->own && !(reader->own = weir__malloc(e->ctx, sizeof(*dc))))
+        if (!reader->own && !(reader->own = decision_alloc(e->ctx)))
             return refuse(reader, WEIR_REFUSAL_NO_MEMORY, -1);
         dc = reader->own;
     } else {
         atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
         dc = atomic_exchange(&reader->spare, NULL);
-        if (!dc && !(dc = weir__malloc(e->ctx, sizeof(*dc)))) {
+        if (!dc && !(dc = decision_alloc(e->ctx))) {
             atomic_fetch_sub(&reader->live, 1);
             return refuse(reader, WEIR_REFUSAL_NO_MEMORY, -1);
         }
@@ -1067,6 +1140,7 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->n_pending = 0;
     dc->n_enforcing = 0;
     dc->quota_desc = 0;
+    dc->kused = 0;
     dc->st = statuses;
     dc->n = req->n_descriptors;
     dc->cb = cb;
@@ -1117,8 +1191,9 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         dc->n_pending = 0;
         dc->n_enforcing = 0;
     }
+    /* shadow or quota limits; stable keys are placed once all are in */
+    bool relayout = dc->n_enforcing != dc->n_pending || dc->engine->shared_keys;
     /* replaces: a limit named by another matched limit's `replaces` goes */
-    bool relayout = dc->n_enforcing != dc->n_pending; /* shadow or quota limits */
     for (size_t i = 0; dc->rs->plans.replaces && i < dc->n_pending; i++) {
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
         relayout |= dc->p[i].dropped;

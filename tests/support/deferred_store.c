@@ -35,6 +35,7 @@ struct held {
 
 typedef struct dstore {
     weir_store base;
+    weir__store_ops ops; /* deferred_ops, with the capabilities asked for */
     weir_store *inner;
     weir_deferred_options o;
     _Atomic unsigned long batches; /* counted for fail_every / timeout_every */
@@ -299,13 +300,16 @@ weir_status weir_deferred_store_new(weir_ctx *ctx, weir_store *inner,
         weir_store_free(inner);
         return WEIR_ENOMEM;
     }
-    ds->base.ops = &deferred_ops;
+    ds->ops = deferred_ops;
+    ds->base.ops = &ds->ops;
     ds->base.ctx = ctx;
     ds->inner = inner;
     if (opts)
         ds->o = *opts;
     if (!ds->o.fail_status)
         ds->o.fail_status = WEIR_EUNAVAIL;
+    if (ds->o.shared_keys)
+        ds->ops.caps |= WEIR_STORE_SHARED_KEYS;
     pthread_mutex_init(&ds->lock, NULL);
     *out = &ds->base;
     return WEIR_OK;
@@ -363,6 +367,8 @@ weir_status weir_deferred_options_parse(const char *spec, weir_deferred_options 
             o.timeout_every = (unsigned)num;
         } else if (KEY("timeout_ms")) {
             o.timeout_us = (int64_t)num * 1000;
+        } else if (KEY("shared_keys") && num <= 1) {
+            o.shared_keys = num == 1;
         } else {
             return WEIR_EINVAL;
         }

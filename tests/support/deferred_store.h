@@ -38,12 +38,15 @@ typedef struct weir_deferred_options {
      * (0 = 1 s) instead of being decided. */
     unsigned timeout_every;
     int64_t timeout_us;
+    /* Declare WEIR_STORE_SHARED_KEYS, as a store shared between processes
+     * does: the engine then sends stable keys, not digests. */
+    bool shared_keys;
 } weir_deferred_options;
 
 /**
  * A deferred store deciding with @inner (taken over: freed with the store,
  * also when this fails). @opts may be NULL for defaults. Its capabilities:
- * none (it completes later).
+ * none (it completes later), or WEIR_STORE_SHARED_KEYS.
  */
 weir_status weir_deferred_store_new(weir_ctx *ctx, weir_store *inner,
                                     const weir_deferred_options *opts, weir_store **out);
@@ -60,7 +63,7 @@ size_t weir_deferred_store_drain(weir_store *store);
 /**
  * Options from text: comma-separated `order=fifo|reverse|interleave`,
  * `delay_ms=N`, `fail_every=N`, `refuse_every=N`, `timeout_every=N`,
- * `timeout_ms=N`; "" is the defaults. Returns WEIR_OK or WEIR_EINVAL.
+ * `timeout_ms=N`, `shared_keys=0|1`; "" is the defaults. Returns WEIR_OK or WEIR_EINVAL.
  */
 weir_status weir_deferred_options_parse(const char *spec, weir_deferred_options *out);
 

@@ -58,7 +58,8 @@ static void open_world(world *w, const char *yaml)
     if (deferred) {
         weir_store *mem = w->store;
         assert_int_equal(weir_deferred_store_new(w->ctx, mem, &deferred_opts, &w->store), WEIR_OK);
-        assert_int_equal(weir_store_caps(w->store), 0);
+        assert_int_equal(weir_store_caps(w->store),
+                         deferred_opts.shared_keys ? WEIR_STORE_SHARED_KEYS : 0u);
     } else {
         assert_int_equal(weir_store_caps(w->store), WEIR_STORE_INLINE);
     }
@@ -821,6 +822,41 @@ static void failed_batches_follow_failure_mode(void **unused)
     deferred_opts = saved;
 }
 
+/* Two engines, as two processes (each with its own secret), on one store
+ * shared between them: stable keys make them count the same counters. */
+static void two_instances_share_counters(void **unused)
+{
+    (void)unused;
+    weir_deferred_options saved = deferred_opts;
+    bool was = deferred;
+    deferred = true;
+    deferred_opts.shared_keys = true;
+    world a;
+    open_world(&a, two_limits);
+    assert_int_equal(weir_store_caps(a.store), WEIR_STORE_SHARED_KEYS);
+    weir_engine *e2;
+    weir_engine_reader *r2;
+    weir_engine_options o = {.size = sizeof(o), .store = a.store};
+    assert_int_equal(weir_engine_new(a.ctx, &o, test_rules_parse(a.ctx, two_limits), &e2), WEIR_OK);
+    assert_int_equal(weir_engine_reader_new(e2, &r2), WEIR_OK);
+    weir_entry user[] = {E("user", "ivy")}, path[] = {E("path", "/pay")};
+    weir_descriptor d[2] = {{user, 1, false, 0, NULL}, {path, 1, false, 0, NULL}};
+    weir_descriptor_status st[2];
+    assert_int_equal(decide(&a, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
+    world b = a;
+    b.engine = e2;
+    b.reader = r2;
+    assert_int_equal(decide(&b, "api", d, 2, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 8);
+    assert_int_equal(st[1].remaining, 0);
+    assert_int_equal(decide(&a, "api", d, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    weir_engine_reader_free(r2);
+    weir_engine_free(e2);
+    close_world(&a);
+    deferred = was;
+    deferred_opts = saved;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,12 +878,17 @@ int main(void)
     const struct CMUnitTest deferred_only[] = {
         cmocka_unit_test(refused_batch_completes_at_once),
         cmocka_unit_test(failed_batches_follow_failure_mode),
+        cmocka_unit_test(two_instances_share_counters),
     };
     int failed = cmocka_run_group_tests_name("memory store", tests, use_memory, NULL);
     deferred_opts.order = WEIR_DEFERRED_REVERSE;
     failed += cmocka_run_group_tests_name("deferred store, reversed", tests, use_deferred, NULL);
     deferred_opts.order = WEIR_DEFERRED_INTERLEAVE;
     failed += cmocka_run_group_tests_name("deferred store, interleaved", tests, use_deferred, NULL);
+    deferred_opts.order = WEIR_DEFERRED_FIFO;
+    deferred_opts.shared_keys = true;
+    failed += cmocka_run_group_tests_name("deferred store, stable keys", tests, use_deferred, NULL);
+    deferred_opts.shared_keys = false;
     failed += cmocka_run_group_tests_name("deferred store, failures", deferred_only, NULL, NULL);
     return failed;
 }

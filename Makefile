@@ -16,7 +16,7 @@ CMAKE ?= cmake
 WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps node-deps build run test test-asan test-tsan test-clang fuzz bench bench-http format format-check clean
+.PHONY: all deps node-deps build run test test-asan test-tsan test-clang fuzz bench bench-http bench-late format format-check clean
 
 all: build
 
@@ -70,6 +70,14 @@ bench: build
 bench-http: build
 	bench/http.sh
 
+# Decisions completed later (the deferred test store) against inline ones,
+# side by side: a release build with the test stores, in build-bench/.
+bench-late: deps
+	$(CMAKE) -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_TEST_STORES=ON \
+	    -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) --build build-bench -j $(JOBS) --target weir
+	WEIR_BIN=build-bench/weir bench/late.sh
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
@@ -77,4 +85,4 @@ format-check:
 	scripts/format-check.sh
 
 clean:
-	rm -rf build build-asan build-tsan build-ubsan-clang build-fuzz
+	rm -rf build build-asan build-tsan build-ubsan-clang build-fuzz build-bench

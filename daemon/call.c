@@ -1,8 +1,7 @@
 /*
  * call.c - decisions in flight (call.h): the request copied into one
- * block with the statuses, the engine's completion and the deadline
- * racing to answer first, and the block freed once both the engine and
- * the timer are done with it.
+ * block with the statuses, and the engine's completion and the deadline
+ * racing to answer first; the block goes when the engine is done with it.
  */
 #include "call.h"
 
@@ -110,18 +109,82 @@ call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t da
     return c;
 }
 
-static void on_timer_closed(uv_handle_t *h)
+/* ------------------------------------------------------------ deadlines */
+
+/* The calls of a worker that wait with a deadline are one list, earliest
+ * first, under one timer: most share --decision-timeout, so a new one
+ * goes at the end, and a gRPC call's own shorter deadline walks back a
+ * few. A call costs no handle of its own, and leaves the list the moment
+ * it completes. */
+static void arm(worker *w)
 {
-    free(h->data);
+    if (!w->waiting_head) {
+        uv_timer_stop(&w->deadlines);
+        return;
+    }
+    uint64_t now = uv_now(&w->loop), due = w->waiting_head->due_ms;
+    uv_timer_start(&w->deadlines, call_run_deadlines, due > now ? due - now : 0, 0);
+}
+
+static void wait_for(worker *w, call *c, int64_t timeout_ms)
+{
+    c->due_ms = uv_now(&w->loop) + (uint64_t)timeout_ms;
+    call *after = w->waiting_tail;
+    while (after && after->due_ms > c->due_ms)
+        after = after->prev;
+    c->prev = after;
+    c->next = after ? after->next : w->waiting_head;
+    if (c->next)
+        c->next->prev = c;
+    else
+        w->waiting_tail = c;
+    if (after)
+        after->next = c;
+    else
+        w->waiting_head = c;
+    c->waiting = true;
+    if (w->waiting_head == c)
+        arm(w);
+}
+
+static void stop_waiting(call *c)
+{
+    worker *w = c->conn->w;
+    if (!c->waiting)
+        return;
+    c->waiting = false;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->waiting_head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        w->waiting_tail = c->prev;
+    /* the timer stays armed for an earlier due time; it finds nothing then */
+}
+
+void call_run_deadlines(uv_timer_t *t)
+{
+    worker *w = t->data;
+    uint64_t now = uv_now(&w->loop);
+    while (w->waiting_head && w->waiting_head->due_ms <= now) {
+        call *c = w->waiting_head;
+        stop_waiting(c);
+        if (c->answered)
+            continue;
+        c->answered = true;
+        if (!c->conn->closed)
+            c->ops->expired(c);
+    }
+    arm(w);
 }
 
 void call_free(call *c)
 {
     conn *cn = c->conn;
-    if (c->timer_used)
-        uv_close((uv_handle_t *)&c->timer, on_timer_closed);
-    else
-        free(c);
+    stop_waiting(c);
+    free(c);
     conn_call_end(cn);
 }
 
@@ -147,16 +210,6 @@ static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st,
         release(c);
 }
 
-static void on_deadline(uv_timer_t *t)
-{
-    call *c = t->data;
-    if (c->answered)
-        return;
-    c->answered = true;
-    if (!c->conn->closed)
-        c->ops->expired(c);
-}
-
 weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
 {
     c->now_us = now_us;
@@ -169,11 +222,7 @@ weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
         release(c);
         return WEIR_OK;
     }
-    if (timeout_ms > 0) {
-        uv_timer_init(&w->loop, &c->timer);
-        c->timer.data = c;
-        c->timer_used = true;
-        uv_timer_start(&c->timer, on_deadline, (uint64_t)timeout_ms, 0);
-    }
+    if (timeout_ms > 0)
+        wait_for(w, c, timeout_ms);
     return WEIR_OK;
 }

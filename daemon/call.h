@@ -38,14 +38,16 @@ struct call {
     const call_ops *ops;
     weir_request req; /* the call's own copy */
     weir_descriptor_status *st;
-    int64_t now_us; /* the decision's time */
-    uint64_t t0_ns; /* when the request was whole, for the latency metrics */
-    uv_timer_t timer;
-    bool timer_used; /* the timer was initialised: close it before freeing */
-    bool answered;   /* decided() or expired() ran (or the connection went) */
-    bool deciding;   /* inside weir_engine_decide() */
-    bool completed;  /* the engine's callback ran */
-    void *data;      /* the protocol's bytes */
+    int64_t now_us;    /* the decision's time */
+    uint64_t t0_ns;    /* when the request was whole, for the latency metrics */
+    uint64_t due_ms;   /* its deadline on the loop's clock (uv_now) */
+    call *prev, *next; /* the worker's calls with a deadline, by due_ms */
+    bool waiting;      /* on that list */
+    bool answered;     /* decided() or expired() ran (or the connection went) */
+    bool deciding;     /* inside weir_engine_decide(): an answer made now goes
+                          out with the connection's own (no kick needed) */
+    bool completed;    /* the engine's callback ran */
+    void *data;        /* the protocol's bytes */
 };
 
 /**
@@ -68,5 +70,9 @@ weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms);
 
 /** Free a call that call_decide() did not take (done() does not run). */
 void call_free(call *c);
+
+/** uv_timer_cb of the worker's `deadlines` timer: answers the calls whose
+ *  deadline has come. */
+void call_run_deadlines(uv_timer_t *t);
 
 #endif /* WEIR_DAEMON_CALL_H */

@@ -14,7 +14,8 @@
 
 static void maybe_free(conn *c)
 {
-    if (c->closed && c->open_handles == 0 && c->calls == 0)
+    /* a connection on the kick list goes once the kicks have run */
+    if (c->closed && c->open_handles == 0 && c->calls == 0 && !c->kicked)
         c->free_fn(c);
 }
 
@@ -23,6 +24,38 @@ static void on_handle_closed(uv_handle_t *h)
     conn *c = h->data;
     c->open_handles--;
     maybe_free(c);
+}
+
+void conn_kick(conn *c)
+{
+    worker *w = c->w;
+    if (c->closed || c->kicked)
+        return;
+    if (w->stopping) { /* the loop is winding down: no check runs any more */
+        c->l->proto->kick(c);
+        return;
+    }
+    c->kicked = true;
+    c->kick_next = w->kicked;
+    if (!w->kicked)
+        uv_check_start(&w->kicks, conn_run_kicks);
+    w->kicked = c;
+}
+
+void conn_run_kicks(uv_check_t *h)
+{
+    worker *w = h->data;
+    conn *list = w->kicked;
+    w->kicked = NULL;
+    uv_check_stop(&w->kicks);
+    for (conn *c = list, *next; c; c = next) {
+        next = c->kick_next;
+        c->kicked = false;
+        if (!c->closed)
+            c->l->proto->kick(c);
+        else
+            maybe_free(c);
+    }
 }
 
 void conn_call_begin(conn *c)

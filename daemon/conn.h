@@ -35,7 +35,9 @@ struct conn {
     conn_free_fn free_fn;
     uv_shutdown_t sreq;
     uint64_t linger_ms;
-    unsigned calls; /* decisions in flight for it */
+    unsigned calls;  /* decisions in flight for it */
+    conn *kick_next; /* on the worker's list of connections to kick */
+    bool kicked;
     bool lingering; /* half-closed, reading what is left */
     bool closed;
     int open_handles;
@@ -67,6 +69,13 @@ void conn_finish(conn *c, uint64_t linger_ms);
 void conn_call_begin(conn *c);
 /** That call completed; frees a closed connection it was the last of. */
 void conn_call_end(conn *c);
+
+/** Answers of @c became ready outside its own callbacks: its protocol's
+ *  kick() runs once this loop iteration has done its I/O, once however
+ *  many answers came, so they leave in one write. */
+void conn_kick(conn *c);
+/** uv_check_cb of the worker's `kicks` handle: runs the kicks asked for. */
+void conn_run_kicks(uv_check_t *h);
 
 /** uv_alloc_cb for reads: the worker's read buffer. */
 void conn_alloc_rbuf(uv_handle_t *h, size_t hint, uv_buf_t *buf);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "call.h"
 #include "conn.h"
 #include "log.h"
 #include "weir/adapters/libuv.h"
@@ -84,6 +85,11 @@ static void apply_state(worker *w)
         w->stopping = true;
         uv_close((uv_handle_t *)&w->tick, NULL);
         uv_close((uv_handle_t *)&w->wake, NULL);
+        if (w->kicked) /* closed connections only: nothing to send */
+            conn_run_kicks(&w->kicks);
+        uv_close((uv_handle_t *)&w->kicks, NULL);
+        /* calls still in flight answer nothing now; they need no timer */
+        uv_close((uv_handle_t *)&w->deadlines, NULL);
     }
 }
 
@@ -165,6 +171,10 @@ int worker_start(worker *w)
     w->wake.data = w;
     uv_timer_init(&w->loop, &w->tick);
     w->tick.data = w;
+    uv_check_init(&w->loop, &w->kicks);
+    w->kicks.data = w;
+    uv_timer_init(&w->loop, &w->deadlines);
+    w->deadlines.data = w;
     uv_timer_start(&w->tick, on_tick, 1000, 1000);
     for (unsigned i = 0; i < s->n_listeners; i++)
         if ((rc = start_listener(w, i)) < 0)

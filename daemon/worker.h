@@ -33,8 +33,12 @@ typedef struct worker {
     unsigned id;
     pthread_t thread;
     uv_loop_t loop;
-    uv_async_t wake; /* server state changed (drain, stop) */
-    uv_timer_t tick; /* once a second: Date, store maintenance (worker 0) */
+    uv_async_t wake;      /* server state changed (drain, stop) */
+    uv_timer_t tick;      /* once a second: Date, store maintenance (worker 0) */
+    uv_check_t kicks;     /* after each poll: connections with answers to send */
+    struct conn *kicked;  /* those connections (conn_kick()) */
+    uv_timer_t deadlines; /* the first deadline of the calls in flight */
+    struct call *waiting_head, *waiting_tail; /* calls in flight, by deadline */
     listener listeners[SERVER_MAX_LISTENERS];
     unsigned n_listeners;
     weir_store_session *session; /* the store on this loop */

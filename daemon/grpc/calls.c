@@ -98,14 +98,15 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     if ((headers && !weir_headers_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
         gc->msg.failed = true;
     answer(&rc->s, WEIR_GRPC_OK, NULL, &gc->msg);
-    c->conn->l->proto->kick(c->conn);
+    if (!c->deciding) /* inline, the connection sends it after its read */
+        conn_kick(c->conn);
 }
 
 static void on_expired(call *c)
 {
     rls_call *rc = c->data;
     answer(&rc->s, WEIR_GRPC_DEADLINE_EXCEEDED, "no decision before the deadline", NULL);
-    c->conn->l->proto->kick(c->conn);
+    conn_kick(c->conn);
 }
 
 static const call_ops rls_call_ops = {on_decided, on_expired, NULL};

@@ -188,9 +188,12 @@ static void process(http_conn *c, const char *data, size_t n)
     size_t off = 0;
     c->processing = true;
     while (off < n && !c->no_more && !c->base.closed) {
+        if (c->queued >= max_queued)
+            send_ready(c); /* the answers made already go to the writer */
         if (c->queued >= max_queued) {
-            /* Too many answers wait: the rest waits in memory, and the
-             * socket's next bytes in the kernel, until they go. */
+            /* Too many answers wait for their decisions: the rest waits in
+             * memory, and the socket's next bytes in the kernel, until
+             * they go. */
             pause_reading(c);
             stash(c, data + off, n - off);
             break;

@@ -118,10 +118,12 @@ typedef struct route_call {
     answer_fn answer;
 } route_call;
 
-/* An answer made outside routes_handle() goes out now. */
-static void kick(conn *cn)
+/* An answer made after routes_handle() returned goes out with this loop
+ * iteration's others; one made inside it goes out with the read's. */
+static void kick(const call *c)
 {
-    cn->l->proto->kick(cn);
+    if (!c->deciding)
+        conn_kick(c->conn);
 }
 
 static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
@@ -130,14 +132,14 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     metrics_decision(c->conn->w->metrics, &c->req, st, n);
     weir_api_decision dec = {overall, st, n};
     rc->answer(rc->a, &c->req, &dec, c->now_us);
-    kick(c->conn);
+    kick(c);
 }
 
 static void on_expired(call *c)
 {
     route_call *rc = c->data;
     http_answer_problem(rc->a, 504, "no decision within --decision-timeout");
-    kick(c->conn);
+    kick(c);
 }
 
 static const call_ops route_call_ops = {on_decided, on_expired, NULL};
@@ -367,8 +369,8 @@ static void on_item_done(call *c)
     conn *cn = c->conn;
     bool last = bc->b->left == 1;
     batch_item_done(bc->b);
-    if (last && !cn->closed)
-        kick(cn);
+    if (last)
+        conn_kick(cn);
 }
 
 static const call_ops item_call_ops = {on_item_decided, on_item_expired, on_item_done};

@@ -90,6 +90,18 @@ static void copy_request(call *c, const weir_request *req, unsigned char *mem)
     }
 }
 
+/* Calls of up to this many bytes (a request of a few descriptors) reuse
+ * the worker's freed blocks: a decision then costs no malloc. */
+#define CALL_BLOCK 2048u
+#define CALL_BLOCKS_KEPT (sizeof(((worker *)0)->call_blocks) / sizeof(void *))
+
+static call *alloc_call(worker *w, size_t size)
+{
+    if (size <= CALL_BLOCK && w->n_call_blocks > 0)
+        return w->call_blocks[--w->n_call_blocks];
+    return malloc(size <= CALL_BLOCK ? CALL_BLOCK : size);
+}
+
 call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t data_bytes,
                uint64_t t0_ns)
 {
@@ -97,9 +109,11 @@ call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t da
     size_t head = align_up(sizeof(call));
     size_t data = align_up(data_bytes);
     size_t size = head + data + copy_bytes(req, &strings) + strings;
-    call *c = calloc(1, size);
+    call *c = alloc_call(cn->w, size);
     if (!c)
         return NULL;
+    memset(c, 0, head + data);
+    c->block = size <= CALL_BLOCK ? CALL_BLOCK : size;
     c->conn = cn;
     c->ops = ops;
     c->t0_ns = t0_ns;
@@ -183,8 +197,12 @@ void call_run_deadlines(uv_timer_t *t)
 void call_free(call *c)
 {
     conn *cn = c->conn;
+    worker *w = cn->w;
     stop_waiting(c);
-    free(c);
+    if (c->block == CALL_BLOCK && w->n_call_blocks < CALL_BLOCKS_KEPT)
+        w->call_blocks[w->n_call_blocks++] = c;
+    else
+        free(c);
     conn_call_end(cn);
 }
 

@@ -43,6 +43,7 @@ struct call {
     uint64_t due_ms;   /* its deadline on the loop's clock (uv_now) */
     call *prev, *next; /* the worker's calls with a deadline, by due_ms */
     bool waiting;      /* on that list */
+    size_t block;      /* bytes of its memory */
     bool answered;     /* decided() or expired() ran (or the connection went) */
     bool deciding;     /* inside weir_engine_decide(): an answer made now goes
                           out with the connection's own (no kick needed) */

@@ -201,5 +201,7 @@ void worker_cleanup(worker *w)
             w->listeners[i].proto->worker_free(w->listeners[i].state);
     weir_buf_free(&w->body);
     weir_headers_free(&w->headers);
+    for (unsigned i = 0; i < w->n_call_blocks; i++)
+        free(w->call_blocks[i]);
     free(w->rbuf);
 }

@@ -39,7 +39,7 @@ typedef struct worker {
     struct conn *kicked;  /* those connections (conn_kick()) */
     uv_timer_t deadlines; /* the first deadline of the calls in flight */
     struct call *waiting_head, *waiting_tail; /* calls in flight, by deadline */
-    void *call_blocks[16]; /* freed calls' memory, for the next ones */
+    void *call_blocks[16];                    /* freed calls' memory, for the next ones */
     unsigned n_call_blocks;
     listener listeners[SERVER_MAX_LISTENERS];
     unsigned n_listeners;

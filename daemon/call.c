@@ -52,21 +52,27 @@ static const char *put(char **at, const char *p, size_t n)
     return out;
 }
 
+/* The copy's layout from @mem (max_align_t-aligned): the statuses, the
+ * descriptors, the entries, the overrides, then the strings; each array's
+ * elements are a multiple of the next one's alignment in size, so every
+ * array starts aligned. */
+_Static_assert(sizeof(weir_descriptor_status) % _Alignof(weir_descriptor) == 0 &&
+                   sizeof(weir_descriptor) % _Alignof(weir_entry) == 0 &&
+                   sizeof(weir_entry) % _Alignof(weir_limit_override) == 0,
+               "the arrays of a call's copy stay aligned");
+
 static void copy_request(call *c, const weir_request *req, unsigned char *mem)
 {
-    size_t nd = req->descriptors ? req->n_descriptors : 0;
-    weir_descriptor_status *st = (weir_descriptor_status *)mem;
-    weir_descriptor *descs = (weir_descriptor *)(st + nd);
-    unsigned char *p = (unsigned char *)(descs + nd);
-    weir_limit_override *ovr = (weir_limit_override *)p;
-    for (size_t d = 0; d < nd; d++)
-        ovr += req->descriptors[d].limit != NULL;
-    weir_entry *entries = (weir_entry *)ovr;
-    size_t ne = 0;
+    size_t nd = req->descriptors ? req->n_descriptors : 0, ne = 0;
     for (size_t d = 0; d < nd; d++)
         ne += entries_of(&req->descriptors[d]);
-    char *strings = (char *)(entries + ne);
-    ovr = (weir_limit_override *)p;
+    weir_descriptor_status *st = (void *)mem;
+    weir_descriptor *descs = (void *)(st + nd);
+    weir_entry *entries = (void *)(descs + nd);
+    weir_limit_override *ovr = (void *)(entries + ne);
+    char *strings = (char *)ovr;
+    for (size_t d = 0; d < nd; d++)
+        strings += req->descriptors[d].limit ? sizeof(weir_limit_override) : 0;
     c->req = *req;
     c->req.domain = put(&strings, req->domain, req->domain_len);
     c->req.descriptors = req->descriptors ? descs : NULL;

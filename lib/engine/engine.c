@@ -18,13 +18,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 #include "core/context.h"
 #include "core/snapshot.h"
 #include "engine/keys.h"
 #include "engine/match.h"
+#include "engine/ruleset.h"
 #include "rules/loader.h"
 #include "store/store.h"
 #include "weir/engine.h"
@@ -37,11 +35,6 @@ _Static_assert(WEIR_ENGINE_MAX_ENTRIES <= WEIR__MATCH_MAX_ENTRIES,
                "every descriptor check_descriptor() accepts can be matched");
 
 #define US_PER_S 1000000LL
-
-typedef struct ruleset ruleset;
-
-#define SECRET_BYTES 192u
-#define DIGEST_BYTES 16u
 
 struct weir_engine {
     weir_ctx *ctx;
@@ -168,225 +161,6 @@ static decision *decision_alloc(weir_ctx *ctx)
     return dc;
 }
 
-/* ------------------------------------------------------------------ identities */
-
-/* A limit's identity: its domain, the path of nodes to it (each node's key,
- * value and whether its values share a counter, length-prefixed), and the
- * limit's own fields. It names the counter, together with the request
- * values of the levels that count each value apart, and it is what a
- * reload compares: equal identities keep their counters. */
-typedef struct ident {
-    uint64_t lo, hi;
-} ident;
-
-static ident identity(const char *domain, const unsigned char *path, size_t path_len,
-                      const weir_rule_limit *l, size_t index)
-{
-    XXH3_state_t s;
-    XXH3_128bits_reset(&s);
-    XXH3_128bits_update(&s, domain, strlen(domain) + 1);
-    XXH3_128bits_update(&s, path, path_len);
-    uint64_t fields[7] = {index,       l->algorithm,           l->requests_per_unit,
-                          l->burst,    (uint64_t)l->window_us, l->sub_windows,
-                          l->unlimited};
-    XXH3_128bits_update(&s, fields, sizeof(fields));
-    if (l->name)
-        XXH3_128bits_update(&s, l->name, strlen(l->name) + 1);
-    XXH128_hash_t h = XXH3_128bits_digest(&s);
-    return (ident){h.low64, h.high64};
-}
-
-/* Path bytes for the deepest tree the loader accepts. */
-#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
-
-/* A digest's two halves written to `out` in native byte order (it never
- * leaves this process). They are kept in general registers: gcc would
- * otherwise spill them and reload them as one vector, a load no store can
- * forward to, which waits until both stores reach the cache (perf: a sixth
- * of the planning's samples sat on that load). */
-static void put_digest(unsigned char out[DIGEST_BYTES], uint64_t lo, uint64_t hi)
-{
-    __asm__("" : "+r"(lo), "+r"(hi));
-    memcpy(out, &lo, sizeof(lo));
-    memcpy(out + sizeof(lo), &hi, sizeof(hi));
-}
-
-/* The 128-bit digest of a counter's bytes under the engine's secret: the
- * store key. */
-static void counter_digest(const void *bytes, size_t len, const unsigned char *secret,
-                           unsigned char out[DIGEST_BYTES])
-{
-    XXH128_hash_t h = XXH3_128bits_withSecret(bytes, len, secret, SECRET_BYTES);
-    put_digest(out, h.low64, h.high64);
-}
-
-/* What a decision needs of one limit beyond the rule file: its identity
- * and a 128-bit word derived from it under the secret. When no level of
- * its path counts request values apart (every level an exact value), that
- * word is the counter's digest, the same for every request that gives no
- * override; otherwise it is the mask of value_digest(). */
-typedef struct limit_plan {
-    ident id;
-    bool fixed;
-    unsigned char digest[DIGEST_BYTES];
-} limit_plan;
-
-/* Every limit's plan, each rule's in one run in rule order; a rule's run
- * starts at first[rule->seq], so a matched rule finds its limits' plans
- * with one index and no search. */
-typedef struct plans {
-    size_t *first; /* by rule seq */
-    limit_plan *limits;
-    size_t n;
-    bool replaces; /* some limit names others in `replaces` */
-} plans;
-
-static void put_len(unsigned char *p, uint32_t v)
-{
-    memcpy(p, &v, sizeof(v));
-}
-
-typedef struct plan_build {
-    plans *pl;
-    size_t cap;
-    const unsigned char *secret;
-    unsigned char *path;
-} plan_build;
-
-/* Walk a node: append it to the path and plan its limits. `fixed`: every
- * level above it is an exact value. */
-static void collect(plan_build *b, const char *domain, const weir_rule *r, size_t len, bool fixed)
-{
-    const char *k = r->key, *v = r->value;
-    size_t kl = strlen(k), vl = v ? strlen(v) : 0;
-    size_t need = 4 + kl + 1 + 4 + vl + 1;
-    if (len + need > PATH_CAP)
-        return; /* deeper than the loader allows */
-    unsigned char *p = b->path + len;
-    put_len(p, (uint32_t)kl);
-    memcpy(p + 4, k, kl);
-    p[4 + kl] = v ? 1 : 0;
-    put_len(p + 5 + kl, (uint32_t)vl);
-    if (v)
-        memcpy(p + 9 + kl, v, vl);
-    p[9 + kl + vl] = (r->flags & WEIR_RULE_SHARE_THRESHOLD) ? 1 : 0;
-    size_t n = len + need;
-    fixed = fixed && v && !r->wildcard;
-    plans *pl = b->pl;
-    pl->first[r->seq] = pl->n;
-    for (size_t i = 0; i < r->n_limits && pl->n < b->cap; i++) {
-        const weir_rule_limit *l = r->limits[i];
-        limit_plan *lp = &pl->limits[pl->n++];
-        lp->id = identity(domain, b->path, n, l, i);
-        lp->fixed = fixed;
-        /* a fixed counter's bytes are its identity alone (counter_bytes);
-         * a mask is the digest of 17 bytes, so it is no fixed digest */
-        unsigned char mask[sizeof(lp->id) + 1];
-        memcpy(mask, &lp->id, sizeof(lp->id));
-        mask[sizeof(lp->id)] = 'V';
-        counter_digest(mask, fixed ? sizeof(lp->id) : sizeof(mask), b->secret, lp->digest);
-        pl->replaces |= l->n_replaces > 0;
-    }
-    for (size_t i = 0; i < r->n_children; i++)
-        collect(b, domain, r->children[i], n, fixed);
-}
-
-static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const unsigned char *secret,
-                               plans *pl)
-{
-    size_t cap = weir_rules_limit_count(rules);
-    memset(pl, 0, sizeof(*pl));
-    pl->first = weir__calloc(ctx, rules->next_seq ? rules->next_seq : 1, sizeof(*pl->first));
-    pl->limits = weir__calloc(ctx, cap ? cap : 1, sizeof(*pl->limits));
-    unsigned char *path = weir__malloc(ctx, PATH_CAP);
-    if (!pl->first || !pl->limits || !path) {
-        weir__free(ctx, pl->first);
-        weir__free(ctx, pl->limits);
-        weir__free(ctx, path);
-        return WEIR_ENOMEM;
-    }
-    plan_build b = {pl, cap, secret, path};
-    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
-        const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
-        for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
-            collect(&b, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), 0, true);
-    }
-    weir__free(ctx, path);
-    return WEIR_OK;
-}
-
-static void plans_free(weir_ctx *ctx, plans *pl)
-{
-    weir__free(ctx, pl->first);
-    weir__free(ctx, pl->limits);
-}
-
-static int cmp_ident(const void *a, const void *b)
-{
-    const ident *x = a, *y = b;
-    if (x->hi != y->hi)
-        return x->hi < y->hi ? -1 : 1;
-    return (x->lo > y->lo) - (x->lo < y->lo);
-}
-
-/* The limits' identities, sorted (NULL when out of memory). */
-static ident *sorted_ids(weir_ctx *ctx, const plans *pl)
-{
-    ident *v = weir__malloc(ctx, (pl->n ? pl->n : 1) * sizeof(*v));
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < pl->n; i++)
-        v[i] = pl->limits[i].id;
-    qsort(v, pl->n, sizeof(*v), cmp_ident);
-    return v;
-}
-
-struct ruleset {
-    _Atomic int refs;
-    weir_ctx *ctx;
-    weir_rules *rules;
-    weir__match_index *idx;
-    plans plans;
-};
-
-/* ------------------------------------------------------------------ rulesets */
-
-static void ruleset_release(ruleset *rs)
-{
-    if (rs && atomic_fetch_sub(&rs->refs, 1) == 1) {
-        weir__match_index_free(rs->idx);
-        plans_free(rs->ctx, &rs->plans);
-        weir_rules_free(rs->rules);
-        weir__free(rs->ctx, rs);
-    }
-}
-
-static void snap_destroy(void *ud, void *obj)
-{
-    (void)ud;
-    ruleset_release(obj);
-}
-
-static weir_status ruleset_new(weir_ctx *ctx, weir_rules *rules, const unsigned char *secret,
-                               ruleset **out)
-{
-    ruleset *rs = weir__calloc(ctx, 1, sizeof(*rs));
-    if (!rs)
-        return WEIR_ENOMEM;
-    weir_status st = weir__match_index_new(ctx, rules, &rs->idx);
-    if (st == WEIR_OK && (st = plans_build(ctx, rules, secret, &rs->plans)) != WEIR_OK)
-        weir__match_index_free(rs->idx);
-    if (st != WEIR_OK) {
-        weir__free(ctx, rs);
-        return st;
-    }
-    rs->ctx = ctx;
-    rs->rules = rules;
-    atomic_init(&rs->refs, 1);
-    *out = rs;
-    return WEIR_OK;
-}
-
 weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir_rules *rules,
                             weir_engine **out)
 {
@@ -404,12 +178,12 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
         return st;
     }
     ruleset *rs;
-    st = ruleset_new(ctx, rules, e->secret, &rs);
+    st = weir__ruleset_new(ctx, rules, e->secret, &rs);
     if (st == WEIR_OK) {
-        st = weir__snap_new(ctx, rs, snap_destroy, NULL, &e->snap);
+        st = weir__snap_new(ctx, rs, weir__ruleset_snap_destroy, NULL, &e->snap);
         if (st != WEIR_OK) {
             rs->rules = NULL; /* still the caller's */
-            ruleset_release(rs);
+            weir__ruleset_release(rs);
         }
     }
     if (st != WEIR_OK) {
@@ -434,46 +208,26 @@ void weir_engine_free(weir_engine *engine)
     weir__free(engine->ctx, engine);
 }
 
-/* Log how many limits keep their counters across a reload. */
-static void report_reload(weir_engine *e, const ruleset *old, const ruleset *next)
-{
-    ident *a = sorted_ids(e->ctx, &old->plans), *b = sorted_ids(e->ctx, &next->plans);
-    if (a && b) {
-        size_t i = 0, j = 0, kept = 0, na = old->plans.n, nb = next->plans.n;
-        while (i < na && j < nb) {
-            int c = cmp_ident(&a[i], &b[j]);
-            kept += c == 0;
-            i += c <= 0;
-            j += c >= 0;
-        }
-        weir__log(e->ctx, WEIR_LOG_INFO,
-                  "event=rules_reloaded limits=%zu kept=%zu new=%zu removed=%zu", nb, kept,
-                  nb - kept, na - kept);
-    }
-    weir__free(e->ctx, a);
-    weir__free(e->ctx, b);
-}
-
 weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
 {
     if (!engine || !rules)
         return WEIR_EINVAL;
     ruleset *rs;
-    weir_status st = ruleset_new(engine->ctx, rules, engine->secret, &rs);
+    weir_status st = weir__ruleset_new(engine->ctx, rules, engine->secret, &rs);
     if (st != WEIR_OK)
         return st;
     /* the swap is serialised; read the old rules for the report first */
     weir__snap_reader *r;
     if (weir__snap_reader_new(engine->snap, &r) == WEIR_OK) {
         const ruleset *old = weir__snap_enter(r);
-        report_reload(engine, old, rs);
+        weir__ruleset_report_reload(engine->ctx, old, rs);
         weir__snap_exit(r);
         weir__snap_reader_free(r);
     }
     st = weir__snap_swap(engine->snap, rs);
     if (st != WEIR_OK) {
         rs->rules = NULL;
-        ruleset_release(rs);
+        weir__ruleset_release(rs);
     }
     return st;
 }
@@ -689,7 +443,7 @@ static void decision_free(decision *dc)
 {
     if (dc->owned)
         return; /* the snapshot section holds the rules; the memory is the reader's */
-    ruleset_release(dc->rs);
+    weir__ruleset_release(dc->rs);
     dc->rs = NULL;
     weir_engine_reader *rd = dc->reader;
     weir_ctx *ctx = dc->engine->ctx;

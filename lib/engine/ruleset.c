@@ -1,0 +1,189 @@
+/*
+ * ruleset.c - the rules in force as the engine holds them (ruleset.h):
+ * each limit's identity, which names its counters and says across a
+ * reload which counters carry over, and the plan a decision reads.
+ */
+#include "engine/ruleset.h"
+
+#include <stdlib.h>
+
+#include "core/context.h"
+#include "rules/loader.h"
+
+static ident identity(const char *domain, const unsigned char *path, size_t path_len,
+                      const weir_rule_limit *l, size_t index)
+{
+    XXH3_state_t s;
+    XXH3_128bits_reset(&s);
+    XXH3_128bits_update(&s, domain, strlen(domain) + 1);
+    XXH3_128bits_update(&s, path, path_len);
+    uint64_t fields[7] = {index,       l->algorithm,           l->requests_per_unit,
+                          l->burst,    (uint64_t)l->window_us, l->sub_windows,
+                          l->unlimited};
+    XXH3_128bits_update(&s, fields, sizeof(fields));
+    if (l->name)
+        XXH3_128bits_update(&s, l->name, strlen(l->name) + 1);
+    XXH128_hash_t h = XXH3_128bits_digest(&s);
+    return (ident){h.low64, h.high64};
+}
+
+/* Path bytes for the deepest tree the loader accepts. */
+#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
+
+static void put_len(unsigned char *p, uint32_t v)
+{
+    memcpy(p, &v, sizeof(v));
+}
+
+typedef struct plan_build {
+    plans *pl;
+    size_t cap;
+    const unsigned char *secret;
+    unsigned char *path;
+} plan_build;
+
+/* Walk a node: append it to the path and plan its limits. `fixed`: every
+ * level above it is an exact value. */
+static void collect(plan_build *b, const char *domain, const weir_rule *r, size_t len, bool fixed)
+{
+    const char *k = r->key, *v = r->value;
+    size_t kl = strlen(k), vl = v ? strlen(v) : 0;
+    size_t need = 4 + kl + 1 + 4 + vl + 1;
+    if (len + need > PATH_CAP)
+        return; /* deeper than the loader allows */
+    unsigned char *p = b->path + len;
+    put_len(p, (uint32_t)kl);
+    memcpy(p + 4, k, kl);
+    p[4 + kl] = v ? 1 : 0;
+    put_len(p + 5 + kl, (uint32_t)vl);
+    if (v)
+        memcpy(p + 9 + kl, v, vl);
+    p[9 + kl + vl] = (r->flags & WEIR_RULE_SHARE_THRESHOLD) ? 1 : 0;
+    size_t n = len + need;
+    fixed = fixed && v && !r->wildcard;
+    plans *pl = b->pl;
+    pl->first[r->seq] = pl->n;
+    for (size_t i = 0; i < r->n_limits && pl->n < b->cap; i++) {
+        const weir_rule_limit *l = r->limits[i];
+        limit_plan *lp = &pl->limits[pl->n++];
+        lp->id = identity(domain, b->path, n, l, i);
+        lp->fixed = fixed;
+        /* a fixed counter's bytes are its identity alone (counter_bytes);
+         * a mask is the digest of 17 bytes, so it is no fixed digest */
+        unsigned char mask[sizeof(lp->id) + 1];
+        memcpy(mask, &lp->id, sizeof(lp->id));
+        mask[sizeof(lp->id)] = 'V';
+        counter_digest(mask, fixed ? sizeof(lp->id) : sizeof(mask), b->secret, lp->digest);
+        pl->replaces |= l->n_replaces > 0;
+    }
+    for (size_t i = 0; i < r->n_children; i++)
+        collect(b, domain, r->children[i], n, fixed);
+}
+
+static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const unsigned char *secret,
+                               plans *pl)
+{
+    size_t cap = weir_rules_limit_count(rules);
+    memset(pl, 0, sizeof(*pl));
+    pl->first = weir__calloc(ctx, rules->next_seq ? rules->next_seq : 1, sizeof(*pl->first));
+    pl->limits = weir__calloc(ctx, cap ? cap : 1, sizeof(*pl->limits));
+    unsigned char *path = weir__malloc(ctx, PATH_CAP);
+    if (!pl->first || !pl->limits || !path) {
+        weir__free(ctx, pl->first);
+        weir__free(ctx, pl->limits);
+        weir__free(ctx, path);
+        return WEIR_ENOMEM;
+    }
+    plan_build b = {pl, cap, secret, path};
+    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
+        const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
+        for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
+            collect(&b, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), 0, true);
+    }
+    weir__free(ctx, path);
+    return WEIR_OK;
+}
+
+static void plans_free(weir_ctx *ctx, plans *pl)
+{
+    weir__free(ctx, pl->first);
+    weir__free(ctx, pl->limits);
+}
+
+static int cmp_ident(const void *a, const void *b)
+{
+    const ident *x = a, *y = b;
+    if (x->hi != y->hi)
+        return x->hi < y->hi ? -1 : 1;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* The limits' identities, sorted (NULL when out of memory). */
+static ident *sorted_ids(weir_ctx *ctx, const plans *pl)
+{
+    ident *v = weir__malloc(ctx, (pl->n ? pl->n : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < pl->n; i++)
+        v[i] = pl->limits[i].id;
+    qsort(v, pl->n, sizeof(*v), cmp_ident);
+    return v;
+}
+
+/* ------------------------------------------------------------------ rulesets */
+
+void weir__ruleset_release(ruleset *rs)
+{
+    if (rs && atomic_fetch_sub(&rs->refs, 1) == 1) {
+        weir__match_index_free(rs->idx);
+        plans_free(rs->ctx, &rs->plans);
+        weir_rules_free(rs->rules);
+        weir__free(rs->ctx, rs);
+    }
+}
+
+void weir__ruleset_snap_destroy(void *ud, void *obj)
+{
+    (void)ud;
+    weir__ruleset_release(obj);
+}
+
+weir_status weir__ruleset_new(weir_ctx *ctx, weir_rules *rules, const unsigned char *secret,
+                              ruleset **out)
+{
+    ruleset *rs = weir__calloc(ctx, 1, sizeof(*rs));
+    if (!rs)
+        return WEIR_ENOMEM;
+    weir_status st = weir__match_index_new(ctx, rules, &rs->idx);
+    if (st == WEIR_OK && (st = plans_build(ctx, rules, secret, &rs->plans)) != WEIR_OK)
+        weir__match_index_free(rs->idx);
+    if (st != WEIR_OK) {
+        weir__free(ctx, rs);
+        return st;
+    }
+    rs->ctx = ctx;
+    rs->rules = rules;
+    atomic_init(&rs->refs, 1);
+    *out = rs;
+    return WEIR_OK;
+}
+
+/* Log how many limits keep their counters across a reload. */
+void weir__ruleset_report_reload(weir_ctx *ctx, const ruleset *old, const ruleset *next)
+{
+    ident *a = sorted_ids(ctx, &old->plans), *b = sorted_ids(ctx, &next->plans);
+    if (a && b) {
+        size_t i = 0, j = 0, kept = 0, na = old->plans.n, nb = next->plans.n;
+        while (i < na && j < nb) {
+            int c = cmp_ident(&a[i], &b[j]);
+            kept += c == 0;
+            i += c <= 0;
+            j += c >= 0;
+        }
+        weir__log(ctx, WEIR_LOG_INFO,
+                  "event=rules_reloaded limits=%zu kept=%zu new=%zu removed=%zu", nb, kept,
+                  nb - kept, na - kept);
+    }
+    weir__free(ctx, a);
+    weir__free(ctx, b);
+}

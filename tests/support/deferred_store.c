@@ -73,26 +73,35 @@ static void complete(dstore *ds, held *h, weir_status closing)
     cb(arg, ops, n, st);
 }
 
-/* Completes a list (newest first) in the store's order. */
+/* Completes a list (newest first) in the store's order (in the order they
+ * came when there is no memory to reorder them). */
 static size_t complete_list(dstore *ds, held *list, weir_status closing)
 {
+    held *oldest = NULL;
     size_t n = 0;
-    for (held *h = list; h; h = h->next)
+    while (list) { /* reversed in place: oldest first */
+        held *next = list->next;
+        list->next = oldest;
+        oldest = list;
+        list = next;
         n++;
-    if (!n)
-        return 0;
-    held **v = malloc(n * sizeof(*v));
-    if (!v)
-        abort(); /* a test store: out of memory here ends the test */
-    size_t i = n;
-    for (held *h = list; h; h = h->next)
-        v[--i] = h; /* v[0] is the oldest */
+    }
+    held **v = ds->o.order == WEIR_DEFERRED_FIFO || n < 2 ? NULL : malloc(n * sizeof(*v));
+    if (!v) {
+        while (oldest) {
+            held *next = oldest->next;
+            complete(ds, oldest, closing);
+            oldest = next;
+        }
+        return n;
+    }
+    size_t i = 0;
+    for (held *h = oldest; h; h = h->next)
+        v[i++] = h;
     for (size_t k = 0; k < n; k++) {
-        size_t at = k;
-        if (ds->o.order == WEIR_DEFERRED_REVERSE)
-            at = n - 1 - k;
-        else if (ds->o.order == WEIR_DEFERRED_INTERLEAVE)
-            at = k < n / 2 ? 2 * k + 1 : 2 * (k - n / 2);
+        size_t at = ds->o.order == WEIR_DEFERRED_REVERSE ? n - 1 - k
+                    : k < n / 2                          ? 2 * k + 1
+                                                         : 2 * (k - n / 2);
         complete(ds, v[at], closing);
     }
     free(v);

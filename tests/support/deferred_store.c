@@ -141,7 +141,7 @@ static weir_status d_submit(weir_store *s, weir_op *ops, size_t n, int64_t now_u
                             weir_store_cb cb, void *arg)
 {
     dstore *ds = of(s);
-    held *h;
+    held *h = NULL;
     weir_status st = take(ds, ops, n, now_us, flags, cb, arg, &h);
     if (st != WEIR_OK)
         return st;
@@ -213,7 +213,7 @@ static weir_status d_session_submit(weir_store_session *base, weir_op *ops, size
 {
     dsession *ss = (dsession *)base;
     dstore *ds = of(base->store);
-    held *h;
+    held *h = NULL;
     weir_status st = take(ds, ops, n, now_us, flags, cb, arg, &h);
     if (st != WEIR_OK)
         return st;

@@ -54,6 +54,13 @@ def check_body(user, hits):
                        "descriptors": [{"entries": [{"key": "user", "value": user}]}]})
 
 
+def peek(weir, user):
+    """What @user has left, charging nothing (hits 0)."""
+    r = weir.check("api", {"entries": [{"key": "user", "value": user}], "hits": 0})
+    assert r.status == 200, r
+    return json.loads(r.body)["statuses"][0]["remaining"]
+
+
 def post(path, body):
     return rawhttp.build_request("POST", path, body, None)
 
@@ -144,10 +151,12 @@ def test_closed_connection_with_decisions_in_flight(weir_factory):
         s = socket.create_connection(("127.0.0.1", weir.port))
         s.sendall(wire)
         s.close()
-    time.sleep(0.6)  # past the store's delay: every held decision has completed
+    # every held decision completes, into nothing: the 5 closed connections
+    # were each charged one hit for c0 (a peek, hits 0, charges nothing)
+    weir.wait_until(lambda: peek(weir, "c0") == LIMIT - 5, timeout=10,
+                    what="the held decisions completed")
     r = weir.check("api", {"user": "c0"})
     assert r.status == 200
-    # the 5 closed connections were each charged one hit for c0
     assert json.loads(r.body)["statuses"][0]["remaining"] == LIMIT - 6
 
 
@@ -232,7 +241,9 @@ def test_grpc_connection_closed_with_calls_in_flight(weir_factory, pb):
     for f in futures:
         with pytest.raises(grpc.RpcError):
             f.result()
-    time.sleep(0.5)
+    # the 20 held decisions complete into nothing, each charged
+    w.wait_until(lambda: peek(w, "x") == LIMIT - 20, timeout=10,
+                 what="the held decisions completed")
     c2 = Client(pb, w.grpc_port, own_connection=True)
     try:
         r = c2.check("api", {"user": "x"})

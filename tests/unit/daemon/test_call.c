@@ -53,7 +53,7 @@ static const proto test_proto = {.name = "test", .kick = no_kick};
 
 static void count_free(conn *c)
 {
-    world *wd = (world *)((char *)c - offsetof(world, cn));
+    world *wd = (void *)((char *)c - offsetof(world, cn));
     wd->freed++;
 }
 

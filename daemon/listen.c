@@ -42,6 +42,32 @@ static bool split_addr(const char *addr, char *host, size_t cap, char *port, siz
     return true;
 }
 
+/* Whether nothing listens on @a yet. The workers' sockets share their port
+ * through SO_REUSEPORT, which would as gladly let a second weir serve (or
+ * anything of the same user) join them, the kernel then splitting the
+ * connections between the two processes and their counters: so a socket
+ * without SO_REUSEPORT binds there first, which fails when anything is
+ * bound to the port. Port 0 picks a port nothing holds. Between this
+ * probe and the workers' binds a second process could still slip in; it
+ * would have to start within microseconds of this one. */
+static bool port_is_free(const struct sockaddr_storage *a, socklen_t len)
+{
+    in_port_t port = a->ss_family == AF_INET6 ? ((const struct sockaddr_in6 *)a)->sin6_port
+                                              : ((const struct sockaddr_in *)a)->sin_port;
+    if (port == 0)
+        return true;
+    int one = 1;
+    int fd = socket(a->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return true; /* the workers' own binds will say what is wrong */
+    /* SO_REUSEADDR: a port whose last connections linger in TIME_WAIT is
+     * free; one that something listens on is not */
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    bool free_port = bind(fd, (const struct sockaddr *)a, len) == 0 || errno != EADDRINUSE;
+    close(fd);
+    return free_port;
+}
+
 /* Opens @n listening sockets on @addr sharing one port (SO_REUSEPORT);
  * with port 0 the first socket's port is used for the rest. Writes the
  * URL to @url. Returns NULL with @err set. */
@@ -72,6 +98,11 @@ int *listen_all(const char *addr, unsigned n, const char *scheme, char *url, siz
     socklen_t blen = (socklen_t)ai->ai_addrlen;
     memcpy(&bound, ai->ai_addr, ai->ai_addrlen);
     freeaddrinfo(ai);
+    if (!port_is_free(&bound, blen)) {
+        snprintf(err, ecap, "%s: address already in use", addr);
+        free(fds);
+        return NULL;
+    }
     for (unsigned i = 0; i < n; i++) {
         int one = 1;
         int fd = socket(bound.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -12,6 +12,8 @@ import threading
 import time
 
 
+import pytest
+
 import rawhttp
 from conftest import weir_bin
 
@@ -273,6 +275,36 @@ def test_bad_rules_at_start(tmp_path):
     assert "invalid rate limit unit 'fortnight'" in err
     assert "event=listening" not in err
     assert "AddressSanitizer" not in err and "runtime error" not in err
+
+
+@pytest.mark.parametrize("proto", ["http", "grpc"])
+def test_second_instance_on_a_port_in_use_fails(weir_factory, tmp_path, proto):
+    # SO_REUSEPORT would let a second weir join the first one's port, the
+    # kernel splitting the connections (and the limits) between the two
+    first = weir_factory(rules(), "--grpc", "127.0.0.1:0", threads=2)
+    port = first.port if proto == "http" else first.grpc_port
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+            "--rules", str(path), f"--{proto}", f"127.0.0.1:{port}"]
+    p = subprocess.run(argv, capture_output=True, timeout=10)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    assert f"--{proto} 127.0.0.1:{port}: address already in use" in err
+    assert "event=listening" not in err
+    # the first one serves on, alone
+    assert first.get("/healthz").status == 200
+
+
+def test_port_of_a_stopped_instance_is_free_again(weir_factory, tmp_path):
+    first = weir_factory(rules())
+    port = first.port
+    r = first.get("/healthz")  # a connection, now in TIME_WAIT on the server's side
+    assert r.status == 200
+    first.finish()
+    second = weir_factory(rules(), "--http", f"127.0.0.1:{port}")
+    assert second.port == port
+    assert second.get("/healthz").status == 200
 
 
 def test_signal_right_after_listening(tmp_path):

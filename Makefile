@@ -15,8 +15,9 @@ CMAKE ?= cmake
 # -Werror in CI (CI=true), plain warnings for local builds.
 WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
+PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build run test test-asan test-tsan test-clang fuzz bench bench-http bench-late format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late format format-check clean
 
 all: build
 
@@ -24,8 +25,14 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_WERROR=$(WERROR) >/dev/null
+	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_WERROR=$(WERROR) \
+	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
 	$(CMAKE) --build build -j $(JOBS)
+
+# Headers, libweir.a and libweir.so, weir.pc, the weir binary, its man page
+# and a systemd unit under PREFIX (default /usr/local); DESTDIR stages them.
+install: build
+	DESTDIR=$(DESTDIR) $(CMAKE) --install build
 
 # The service on the example rules and the embedded memory store; it prints
 # the URLs it listens on. Ctrl-C stops it. Extra flags: make run ARGS='...'

@@ -307,6 +307,28 @@ def test_port_of_a_stopped_instance_is_free_again(weir_factory, tmp_path):
     assert second.get("/healthz").status == 200
 
 
+def test_default_start_warns_of_nothing(tmp_path):
+    # the defaults name no listener this version cannot serve (RESP is off)
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
+                          "--threads", "1", "--rules", str(path)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    lines = []
+    try:
+        for line in p.stderr:
+            lines.append(line.decode())
+            if "event=listening" in lines[-1]:
+                break
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rest = p.communicate(timeout=10)[1].decode()
+    log = "".join(lines) + rest
+    assert p.returncode == 0, log
+    assert "event=listening" in log
+    assert "level=warn" not in log and "level=error" not in log, log
+
+
 def test_signal_right_after_listening(tmp_path):
     # event=listening means ready: a reload signal from then on must never
     # kill the process (the handlers were once installed after the log line)

@@ -143,7 +143,7 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
     rc->s = *s;
     rc->gc = gc;
     weir_status st =
-        call_decide(c, w, server_now_us(w->srv), timeout_ms(&w->srv->opt, gcall, uv_hrtime()));
+        call_decide(c, w, server_now_us(w->srv), timeout_ms(&w->srv->opt, gcall, s->t0_ns));
     if (st == WEIR_OK)
         return;
     call_free(c);

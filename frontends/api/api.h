@@ -1,8 +1,8 @@
 /*
  * api.h - weir's HTTP/JSON API without the HTTP: request bodies and query
  * strings decoded into engine requests, and decisions rendered as JSON
- * bodies, upstream's proto3 JSON, rate limit header fields and
- * problem+json. No I/O; the daemon's router calls these.
+ * bodies, upstream's proto3 JSON and problem+json (the rate limit header
+ * fields are frontends/common's). No I/O; the daemon's router calls these.
  *
  * Formats (docs/API.md has them in full):
  *   POST /v1/check        {"domain":D,"descriptors":[{"entries":[{"key":K,

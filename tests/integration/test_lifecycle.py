@@ -329,6 +329,18 @@ def test_default_start_warns_of_nothing(tmp_path):
     assert "level=warn" not in log and "level=error" not in log, log
 
 
+def test_store_settings_it_does_not_take(tmp_path):
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
+                        "--rules", str(path), "--store", "memory:cap=5"],
+                       capture_output=True, timeout=10)
+    err = p.stderr.decode()
+    assert p.returncode == 1, err
+    assert "--store 'memory:cap=5': the memory store takes no settings after ':'" in err
+    assert "event=listening" not in err
+
+
 def test_signal_right_after_listening(tmp_path):
     # event=listening means ready: a reload signal from then on must never
     # kill the process (the handlers were once installed after the log line)

@@ -256,8 +256,7 @@ static void d_session_free(weir_store_session *base)
         complete_list(ds, list, WEIR_ECLOSED);
         complete_list(ds, timing, WEIR_ECLOSED);
     }
-    if (ss->timer)
-        ss->loop.timer_stop(ss->loop.data, ss->timer);
+    /* no batch is held, so no timer is armed */
     weir__free(ds->base.ctx, ss);
 }
 

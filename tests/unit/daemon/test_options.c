@@ -141,6 +141,9 @@ static void errors_name_the_setting(void **unused)
          "weir serve: --store 'redis://127.0.0.1': not a store of this build (stores: "
          "memory)\n"},
         {"--max-descriptors", "65", "weir serve: --max-descriptors must be 1..64\n"},
+        {"--max-pipelined", "0", "weir serve: --max-pipelined must be positive\n"},
+        {"--decision-timeout", "soon",
+         "weir serve: --decision-timeout 'soon': not a valid DURATION\n"},
         {"--max-memory", "99999999999999999999",
          "weir serve: --max-memory "
          "'99999999999999999999': not a valid BYTES\n"},

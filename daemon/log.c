@@ -121,8 +121,9 @@ void dlog_lib(void *ud, weir_log_level level, const char *msg)
     (void)ud;
     if (!dlog_enabled(level))
         return;
-    /* "event=NAME k=v k=v": the event first, the rest as fields. A token
-     * without '=' is kept whole under "msg". */
+    /* "event=NAME k=v k=\"v w\"; free text": the event first, then the
+     * fields (a value in double quotes may hold spaces), then, after "; ",
+     * the rest under "msg". A token without '=' is kept under "msg". */
     const char *p = msg;
     const char *event = "library";
     size_t event_len = strlen(event);
@@ -142,8 +143,19 @@ void dlog_lib(void *ud, weir_log_level level, const char *msg)
         p += strspn(p, " ");
         if (!*p)
             break;
-        size_t tok = strcspn(p, " ");
+        if (*p == ';') {
+            p += 1 + strspn(p + 1, " ");
+            put_field(&b, "msg", 3, p, strlen(p));
+            break;
+        }
+        size_t tok = strcspn(p, " ;");
         const char *eq = memchr(p, '=', tok);
+        if (eq && eq[1] == '"' && strchr(eq + 2, '"')) {
+            const char *close = strchr(eq + 2, '"');
+            put_field(&b, p, (size_t)(eq - p), eq + 2, (size_t)(close - eq - 2));
+            p = close + 1;
+            continue;
+        }
         if (eq)
             put_field(&b, p, (size_t)(eq - p), eq + 1, tok - (size_t)(eq - p) - 1);
         else

@@ -299,16 +299,32 @@ static int start(server *s)
     if (weir_ctx_new(&co, &s->ctx) != WEIR_OK)
         return 1;
     char msg[256];
-    if (stores_open(s->ctx, &s->opt, &s->store, msg, sizeof(msg)) != WEIR_OK) {
-        fprintf(stderr, "weir serve: --store '%s': %s\n", s->opt.store, msg);
+    char store_shown[SERVE_ADDR_BYTES + 8];
+    stores_describe(s->opt.store, store_shown, sizeof(store_shown));
+    msg[0] = '\0';
+    bool warn;
+    if (stores_open(s->ctx, &s->opt, &s->store, msg, sizeof(msg), &warn) != WEIR_OK) {
+        fprintf(stderr, "weir serve: --store '%s': %s\n", store_shown, msg);
         return 1;
     }
+    if (msg[0])
+        dlog(warn ? WEIR_LOG_WARN : WEIR_LOG_INFO, "store_checked", "store", store_shown, "result",
+             msg, NULL);
     weir_rules *rules = server_load_rules(s);
     if (!rules) {
         fprintf(stderr, "weir serve: %s: the rules did not load (see above)\n", s->opt.rules);
         return 1;
     }
-    weir_engine_options eo = {sizeof(eo), s->store};
+    /* a store shared with other instances: limits with failure_mode local
+     * are decided here, on memory of this instance's own, while it fails */
+    if (!(weir_store_caps(s->store) & WEIR_STORE_INLINE)) {
+        weir_memstore_options mo = {sizeof(mo), s->opt.max_memory, 0, 0, 0};
+        if (weir_memstore_new(s->ctx, &mo, &s->fallback) != WEIR_OK) {
+            fprintf(stderr, "weir serve: cannot make the local fallback store\n");
+            return 1;
+        }
+    }
+    weir_engine_options eo = {sizeof(eo), s->store, s->fallback, (uint32_t)s->opt.instances};
     if (!server_set_rules_text(s, rules) ||
         weir_engine_new(s->ctx, &eo, rules, &s->engine) != WEIR_OK) {
         weir_rules_free(rules);
@@ -337,7 +353,7 @@ static int start(server *s)
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
     const char *http = url_of(s, &http_proto), *grpc = url_of(s, &grpc_proto);
     dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "threads", threads, "store",
-         s->opt.store, "version", weir_version(), NULL);
+         store_shown, "version", weir_version(), NULL);
     if (strcmp(http, "off") != 0) {
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
@@ -364,6 +380,7 @@ static void stop(server *s)
         free(s->listeners[i].fds);
     weir_engine_free(s->engine);
     weir_store_free(s->store);
+    weir_store_free(s->fallback);
     weir_ctx_free(s->ctx);
     metrics_free(s->metrics);
     free(s->rules_text);

@@ -29,6 +29,10 @@ enum { UP_TOTAL, UP_OVER, UP_NEAR, UP_WITHIN, UP_SHADOW, UP_N };
 static const char *const up_names[UP_N] = {"total_hits", "over_limit", "near_limit", "within_limit",
                                            "shadow_mode"};
 
+/* Descriptor decisions a failure mode made, by the mode. */
+enum { FM_ALLOW, FM_DENY, FM_LOCAL, FM_N };
+static const char *const fm_names[FM_N] = {"allow", "deny", "local"};
+
 static const char *const proto_names[PROTO_N] = {"http", "grpc", "resp"};
 
 /* Latency buckets, in nanoseconds, and as Prometheus writes them. */
@@ -49,6 +53,7 @@ typedef struct rule_series {
     char *path;
     uint64_t results[RES_N];
     uint64_t upstream[UP_N];
+    uint64_t failure[FM_N];
 } rule_series;
 
 struct metrics_shard {
@@ -216,6 +221,10 @@ static void count_outcome(metrics_shard *s, const weir_limit_outcome *o, uint64_
               : o->denied              ? RES_DENIED
                                        : RES_ALLOWED;
     e->results[res]++;
+    if (o->failure_mode)
+        e->failure[o->local                               ? FM_LOCAL
+                   : l->failure_mode == WEIR_FAILURE_DENY ? FM_DENY
+                                                          : FM_ALLOW]++;
     e->upstream[UP_TOTAL] += hits;
     if (o->denied) {
         e->upstream[UP_OVER] += hits;
@@ -304,6 +313,7 @@ typedef struct merged {
     const char *domain, *rule, *path;
     uint64_t results[RES_N];
     uint64_t upstream[UP_N];
+    uint64_t failure[FM_N];
 } merged;
 
 static int cmp_merged(const void *a, const void *b)
@@ -346,6 +356,7 @@ static merged *collect(metrics *m, size_t *n)
             rows[k].path = e->path;
             memcpy(rows[k].results, e->results, sizeof(e->results));
             memcpy(rows[k].upstream, e->upstream, sizeof(e->upstream));
+            memcpy(rows[k].failure, e->failure, sizeof(e->failure));
             k++;
         }
         pthread_mutex_unlock(&s->lock);
@@ -358,6 +369,8 @@ static merged *collect(metrics *m, size_t *n)
                 rows[out - 1].results[r] += rows[i].results[r];
             for (int u = 0; u < UP_N; u++)
                 rows[out - 1].upstream[u] += rows[i].upstream[u];
+            for (int f = 0; f < FM_N; f++)
+                rows[out - 1].failure[f] += rows[i].failure[f];
         } else {
             rows[out++] = rows[i];
         }
@@ -386,6 +399,29 @@ static void render_rules(metrics *m, weir_buf *b)
             weir_buf_put_u64(b, rows[i].results[r]);
             weir_buf_putc(b, '\n');
         }
+    header(b, "weir_failure_mode_total", "counter",
+           "Descriptor decisions made by a failure mode while the store failed, by mode.");
+    for (size_t i = 0; i < n; i++)
+        for (int f = 0; f < FM_N; f++) {
+            weir_buf_puts(b, "weir_failure_mode_total{domain=\"");
+            put_label(b, rows[i].domain);
+            weir_buf_puts(b, "\",rule=\"");
+            put_label(b, rows[i].rule);
+            weir_buf_printf(b, "\",mode=\"%s\"} ", fm_names[f]);
+            weir_buf_put_u64(b, rows[i].failure[f]);
+            weir_buf_putc(b, '\n');
+        }
+    header(b, "weir_failopen_total", "counter",
+           "Descriptor decisions allowed because the store failed (failure_mode allow).");
+    for (size_t i = 0; i < n; i++) {
+        weir_buf_puts(b, "weir_failopen_total{domain=\"");
+        put_label(b, rows[i].domain);
+        weir_buf_puts(b, "\",rule=\"");
+        put_label(b, rows[i].rule);
+        weir_buf_puts(b, "\"} ");
+        weir_buf_put_u64(b, rows[i].failure[FM_ALLOW]);
+        weir_buf_putc(b, '\n');
+    }
     /* Upstream's names: key1 is the first level of the descriptor path,
      * key2 the rest (as upstream's statsd mapping splits them). Upstream
      * has one limit per path; weir's several limits on one path are summed
@@ -513,6 +549,51 @@ static void render_connections(metrics *m, weir_buf *b)
                         proto_names[p], (unsigned long long)rej[p]);
 }
 
+/* The Redis store's state and counters, when the store is one. */
+static void render_redis(weir_store *store, weir_buf *b)
+{
+    weir_redis_stats r;
+    if (weir_redis_stats_get(store, &r) != WEIR_OK)
+        return;
+    header(b, "weir_redis_breaker_state", "gauge",
+           "The Redis circuit breaker: 0 closed, 1 open, 2 half-open.");
+    weir_buf_printf(b, "weir_redis_breaker_state %d\n", (int)r.breaker);
+    header(b, "weir_redis_connections", "gauge", "Connections to Redis up now (one per worker).");
+    weir_buf_printf(b, "weir_redis_connections %llu\n", (unsigned long long)r.connections);
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } counters[] = {
+        {"weir_redis_breaker_opened_total", "Times the Redis circuit breaker opened.",
+         offsetof(weir_redis_stats, breaker_opened)},
+        {"weir_redis_connects_total", "Connections to Redis made.",
+         offsetof(weir_redis_stats, connects)},
+        {"weir_redis_connect_errors_total", "Connections to Redis that failed or were lost.",
+         offsetof(weir_redis_stats, connect_errors)},
+        {"weir_redis_calls_total", "Script calls Redis answered.",
+         offsetof(weir_redis_stats, calls)},
+        {"weir_redis_batches_total", "Decision batches those calls carried.",
+         offsetof(weir_redis_stats, batches)},
+        {"weir_redis_timeouts_total", "Decision batches Redis did not answer in time.",
+         offsetof(weir_redis_stats, timeouts)},
+        {"weir_redis_errors_total", "Decision batches failed by an error or a lost connection.",
+         offsetof(weir_redis_stats, errors)},
+        {"weir_redis_rejected_total", "Decision batches failed at once by the open breaker.",
+         offsetof(weir_redis_stats, rejected)},
+        {"weir_redis_script_reloads_total", "Script calls sent again after NOSCRIPT.",
+         offsetof(weir_redis_stats, script_reloads)},
+        {"weir_redis_cached_total",
+         "Decision batches denied by the local over-limit cache, without a call to Redis.",
+         offsetof(weir_redis_stats, cached)},
+    };
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&r + counters[i].off, sizeof(v));
+        header(b, counters[i].name, "counter", counters[i].help);
+        weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)v);
+    }
+}
+
 void metrics_render(metrics *m, weir_store *store, weir_buf *b)
 {
     weir_buf_printf(b,
@@ -551,4 +632,5 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
         weir_buf_printf(b, "weir_store_expirations_total %llu\n",
                         (unsigned long long)st.expirations);
     }
+    render_redis(store, b);
 }

@@ -23,6 +23,8 @@ typedef enum kind {
     K_ALGO,     /* an algorithm name */
     K_HEADERS,  /* comma list of ietf,legacy,retry-after | none */
     K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
+    K_CLOCK,    /* redis|local: false for redis */
+    K_FAILURE,  /* allow|deny|local */
 } kind;
 
 typedef struct option {
@@ -58,9 +60,35 @@ static const option options[] = {
      "Redis-protocol listener (CL.THROTTLE): not served by this version; off"},
     {"threads", "WEIR_THREADS", "N", "0", K_COUNT, AT(threads),
      "worker threads, each with its own event loop; 0 = one per core"},
-    {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store), "where counters live: memory"},
+    {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store),
+     "where counters live: memory, redis://[[user]:password@]host:port[/db] or "
+     "redis+unix:///path/to.sock (password also from WEIR_REDIS_PASSWORD)"},
     {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "0", K_BYTES, AT(max_memory),
      "memory store cap (e.g. 512MiB); 0 = no cap. Keys at rest are evicted first"},
+    {"failure-mode", "WEIR_FAILURE_MODE", "MODE", "allow", K_FAILURE, AT(failure_mode),
+     "when the store fails, limits without failure_mode: allow, deny, or local (decide on "
+     "this instance's memory at 1/--instances of the limit)"},
+    {"instances", "WEIR_INSTANCES", "N", "1", K_COUNT, AT(instances),
+     "instances sharing the store: a limit's local share under failure_mode local is 1/N"},
+    {"redis-timeout", "WEIR_REDIS_TIMEOUT", "DURATION", "5ms", K_DURATION, AT(redis_timeout_ms),
+     "Redis: a decision not answered by then follows its failure_mode"},
+    {"redis-connect-timeout", "WEIR_REDIS_CONNECT_TIMEOUT", "DURATION", "1s", K_DURATION,
+     AT(redis_connect_timeout_ms), "Redis: give up a connection not made by then, and retry"},
+    {"redis-batch-window", "WEIR_REDIS_BATCH_WINDOW", "DURATION", "0ms", K_DURATION,
+     AT(redis_batch_window_ms),
+     "Redis: hold decisions up to this long to send more in one call (at most the timeout)"},
+    {"redis-clock", "WEIR_REDIS_CLOCK", "redis|local", "redis", K_CLOCK, AT(redis_clock_local),
+     "Redis: decide at Redis's time (instances agree) or at each instance's own"},
+    {"redis-over-limit-cache", "WEIR_REDIS_OVER_LIMIT_CACHE", "N", "4096", K_COUNT,
+     AT(redis_over_limit_cache),
+     "Redis: keys denied until a time are denied here until then, without a call (slots per "
+     "worker; 0 = off)"},
+    {"redis-breaker-failures", "WEIR_REDIS_BREAKER_FAILURES", "N", "5", K_COUNT,
+     AT(redis_breaker_failures), "Redis: open the circuit breaker after N failures in a window"},
+    {"redis-breaker-window", "WEIR_REDIS_BREAKER_WINDOW", "DURATION", "1s", K_DURATION,
+     AT(redis_breaker_window_ms), "Redis: the breaker's window for counting failures"},
+    {"redis-breaker-cooldown", "WEIR_REDIS_BREAKER_COOLDOWN", "DURATION", "1s", K_DURATION,
+     AT(redis_breaker_cooldown_ms), "Redis: an open breaker lets a probe through after this"},
     {"log-level", "WEIR_LOG_LEVEL", "LEVEL", "info", K_LEVEL, AT(log_level),
      "error, warn, info or debug"},
     {"log-format", "WEIR_LOG_FORMAT", "FORMAT", "text", K_FORMAT, AT(log_json),
@@ -230,6 +258,15 @@ static bool add_check_header(serve_options *o, const char *s, size_t n)
     return true;
 }
 
+/* The index of @v in the NULL-terminated @names, any case; -1 if absent. */
+static int name_index(const char *v, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcasecmp(v, names[i]) == 0)
+            return i;
+    return -1;
+}
+
 /* Sets one option from text; false when the text is not a valid value. */
 static bool set(serve_options *o, const option *opt, const char *v, bool from_env)
 {
@@ -262,18 +299,27 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
     case K_DURATION:
         return parse_duration_ms(v, (int64_t *)field);
     case K_LEVEL: {
-        static const char *const names[] = {"error", "warn", "info", "debug"};
-        for (int i = 0; i < 4; i++)
-            if (strcasecmp(v, names[i]) == 0)
-                return *(weir_log_level *)field = (weir_log_level)i, true;
-        return false;
+        static const char *const names[] = {"error", "warn", "info", "debug", NULL};
+        int i = name_index(v, names);
+        return i >= 0 && (*(weir_log_level *)field = (weir_log_level)i, true);
     }
-    case K_FORMAT:
-        if (strcasecmp(v, "text") == 0 || strcasecmp(v, "json") == 0)
-            return *(bool *)field = strcasecmp(v, "json") == 0, true;
-        return false;
+    case K_FORMAT: {
+        static const char *const names[] = {"text", "json", NULL};
+        int i = name_index(v, names);
+        return i >= 0 && (*(bool *)field = i == 1, true);
+    }
     case K_ALGO:
         return weir_algorithm_parse(v, (weir_algorithm *)field) == WEIR_OK;
+    case K_FAILURE: {
+        static const char *const names[] = {"allow", "deny", "local", NULL};
+        int i = name_index(v, names);
+        return i >= 0 && (*(weir_failure_mode *)field = (weir_failure_mode)i, true);
+    }
+    case K_CLOCK: {
+        static const char *const names[] = {"redis", "local", NULL};
+        int i = name_index(v, names);
+        return i >= 0 && (*(bool *)field = i == 1, true);
+    }
     case K_HEADERS:
         return parse_headers(v, (weir_api_header_opts *)field);
     case K_CHECK:
@@ -398,9 +444,23 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
                 INT32_MAX);
         return 2;
     }
-    char why[160];
+    char why[256], shown[SERVE_ADDR_BYTES + 8];
     if (!stores_check(o->store, why, sizeof(why))) {
-        fprintf(err, "weir serve: --store '%s': %s\n", o->store, why);
+        stores_describe(o->store, shown, sizeof(shown));
+        fprintf(err, "weir serve: --store '%s': %s\n", shown, why);
+        return 2;
+    }
+    if (o->redis_timeout_ms == 0 || o->redis_connect_timeout_ms == 0 ||
+        o->redis_batch_window_ms > o->redis_timeout_ms || o->redis_breaker_failures == 0 ||
+        o->redis_breaker_failures > UINT32_MAX || o->redis_breaker_window_ms == 0 ||
+        o->redis_breaker_cooldown_ms == 0 || o->redis_over_limit_cache > (1u << 24)) {
+        fprintf(err, "weir serve: --redis-timeout, --redis-connect-timeout and the "
+                     "--redis-breaker-* settings must be positive, --redis-batch-window "
+                     "at most --redis-timeout, --redis-over-limit-cache at most 16777216\n");
+        return 2;
+    }
+    if (o->instances == 0 || o->instances > 1000000) {
+        fprintf(err, "weir serve: --instances must be 1..1000000\n");
         return 2;
     }
     if (o->max_pipelined == 0) {

@@ -26,6 +26,17 @@ typedef struct serve_options {
     unsigned threads; /* 0 = one per core */
     char store[SERVE_ADDR_BYTES];
     uint64_t max_memory;
+    /* the Redis store (--redis-*) */
+    int64_t redis_timeout_ms;
+    int64_t redis_connect_timeout_ms;
+    int64_t redis_batch_window_ms;
+    bool redis_clock_local; /* --redis-clock local */
+    uint64_t redis_breaker_failures;
+    int64_t redis_breaker_window_ms;
+    int64_t redis_breaker_cooldown_ms;
+    uint64_t redis_over_limit_cache; /* slots; 0 = off */
+    weir_failure_mode failure_mode;  /* of limits that name none */
+    uint64_t instances;              /* sharing the store: local limits are 1/N */
     weir_log_level log_level;
     bool log_json;
     int64_t retry_jitter_s;

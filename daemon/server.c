@@ -43,9 +43,48 @@ static void log_rule_errors(const weir_rules_error *errs, size_t n, weir_status 
     }
 }
 
+/* Limits the store cannot hold, under @rule and its children, logged as
+ * rule errors; returns how many. */
+static size_t unfit_limits(server *s, const weir_rule *rule)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < weir_rule_limit_count(rule); i++) {
+        const weir_rule_limit *l = weir_rule_limit_at(rule, i);
+        if (l->unlimited || weir_store_check_limit(s->store, &l->compiled) == WEIR_OK)
+            continue;
+        char line[16], col[16], what[160];
+        snprintf(line, sizeof(line), "%u", l->line);
+        snprintf(col, sizeof(col), "%u", l->column);
+        snprintf(what, sizeof(what),
+                 "%u per %s with %s is past what this store computes exactly "
+                 "(docs/OPERATIONS.md, \"Limits on Redis\")",
+                 l->requests_per_unit, weir_rule_unit_name(l->unit),
+                 weir_algorithm_name(l->algorithm));
+        dlog(WEIR_LOG_ERROR, "rules_error", "file", l->file, "line", line, "column", col, "error",
+             what, NULL);
+        bad++;
+    }
+    for (size_t i = 0; i < weir_rule_child_count(rule); i++)
+        bad += unfit_limits(s, weir_rule_child(rule, i));
+    return bad;
+}
+
+/* Whether the store can hold every limit of @rules. */
+static bool rules_fit_store(server *s, const weir_rules *rules)
+{
+    size_t bad = 0;
+    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
+        const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
+        for (size_t r = 0; r < weir_rules_domain_rule_count(dom); r++)
+            bad += unfit_limits(s, weir_rules_domain_rule(dom, r));
+    }
+    return bad == 0;
+}
+
 weir_rules *server_load_rules(server *s)
 {
-    weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0, 0};
+    weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0,
+                             0,          s->opt.failure_mode};
     weir_rules_error *errs = calloc(MAX_LOGGED_ERRORS, sizeof(*errs));
     if (!errs)
         return NULL;
@@ -56,6 +95,10 @@ weir_rules *server_load_rules(server *s)
     if (st != WEIR_OK)
         log_rule_errors(errs, n, st, s->opt.rules);
     free(errs);
+    if (st == WEIR_OK && !rules_fit_store(s, rules)) {
+        weir_rules_free(rules);
+        return NULL;
+    }
     return st == WEIR_OK ? rules : NULL;
 }
 

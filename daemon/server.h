@@ -35,6 +35,7 @@ typedef struct server {
     serve_options opt;
     weir_ctx *ctx;
     weir_store *store;
+    weir_store *fallback; /* failure_mode local: this instance's own memory */
     weir_engine *engine;
     metrics *metrics;
     unsigned n_workers;

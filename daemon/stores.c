@@ -10,24 +10,31 @@
 #include "stores.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef WEIR_TEST_STORES
 #include "deferred_store.h"
 #endif
 
+/* Opens the store; a message in @msg (and *warn set) for what an
+ * operator should hear about though the store opened. */
 typedef weir_status (*open_fn)(weir_ctx *ctx, const serve_options *o, const char *spec,
-                               weir_store **out, char *msg, size_t cap);
+                               weir_store **out, char *msg, size_t cap, bool *warn);
+/* The URL's settings checked as the options are read (NULL: at open). */
+typedef bool (*check_fn)(const char *url, char *msg, size_t cap);
 
 typedef struct store_row {
     const char *scheme;
     bool listed; /* named in the message for an unknown store */
     open_fn open;
+    check_fn check;
 } store_row;
 
 static weir_status open_memory(weir_ctx *ctx, const serve_options *o, const char *spec,
-                               weir_store **out, char *msg, size_t cap)
+                               weir_store **out, char *msg, size_t cap, bool *warn)
 {
+    (void)warn;
     if (spec) {
         snprintf(msg, cap, "the memory store takes no settings after ':'");
         return WEIR_EINVAL;
@@ -41,7 +48,7 @@ static weir_status open_memory(weir_ctx *ctx, const serve_options *o, const char
 
 #ifdef WEIR_TEST_STORES
 static weir_status open_deferred(weir_ctx *ctx, const serve_options *o, const char *spec,
-                                 weir_store **out, char *msg, size_t cap)
+                                 weir_store **out, char *msg, size_t cap, bool *warn)
 {
     weir_deferred_options d;
     if (weir_deferred_options_parse(spec ? spec : "", &d) != WEIR_OK) {
@@ -49,17 +56,80 @@ static weir_status open_deferred(weir_ctx *ctx, const serve_options *o, const ch
         return WEIR_EINVAL;
     }
     weir_store *mem;
-    weir_status st = open_memory(ctx, o, NULL, &mem, msg, cap);
+    weir_status st = open_memory(ctx, o, NULL, &mem, msg, cap, warn);
     if (st == WEIR_OK && (st = weir_deferred_store_new(ctx, mem, &d, out)) != WEIR_OK)
         snprintf(msg, cap, "memory+deferred: %s", weir_strerror(st));
     return st;
 }
 #endif
 
+/* The Redis options of a URL and of the --redis-* settings; the
+ * password from WEIR_REDIS_PASSWORD when the URL has none. */
+static bool redis_options(const char *url, const serve_options *o, weir_redis_options *ro,
+                          char *buf, size_t cap, char *msg, size_t msg_cap)
+{
+    weir_redis_options_init(ro);
+    if (weir_redis_url_parse(url, ro, buf, cap, msg, msg_cap) != WEIR_OK)
+        return false;
+    const char *env = getenv("WEIR_REDIS_PASSWORD");
+    if (!ro->password && env && *env)
+        ro->password = env;
+    if (o) {
+        ro->timeout_us = o->redis_timeout_ms * 1000;
+        ro->connect_timeout_us = o->redis_connect_timeout_ms * 1000;
+        ro->batch_window_us = o->redis_batch_window_ms * 1000;
+        ro->redis_clock = !o->redis_clock_local;
+        ro->breaker_failures = (uint32_t)o->redis_breaker_failures;
+        ro->breaker_window_us = o->redis_breaker_window_ms * 1000;
+        ro->breaker_cooldown_us = o->redis_breaker_cooldown_ms * 1000;
+        ro->deny_cache_slots = (uint32_t)o->redis_over_limit_cache;
+    }
+    return true;
+}
+
+static bool check_redis(const char *url, char *msg, size_t cap)
+{
+    weir_redis_options ro;
+    char buf[1024];
+    return redis_options(url, NULL, &ro, buf, sizeof(buf), msg, cap);
+}
+
+static weir_status open_redis(weir_ctx *ctx, const serve_options *o, const char *spec,
+                              weir_store **out, char *msg, size_t cap, bool *warn)
+{
+    (void)spec;
+    weir_redis_options ro;
+    char buf[1024];
+    if (!redis_options(o->store, o, &ro, buf, sizeof(buf), msg, cap))
+        return WEIR_EINVAL;
+    weir_status st = weir_redis_store_new(ctx, &ro, out);
+    if (st != WEIR_OK) {
+        snprintf(msg, cap, "the Redis store: %s", weir_strerror(st));
+        return st;
+    }
+    /* a configuration error stops the start; Redis being down does not
+     * (decisions follow their failure mode until it answers) */
+    st = weir_redis_ping(*out, msg, cap);
+    if (st == WEIR_EINVAL) {
+        weir_store_free(*out);
+        *out = NULL;
+        return st;
+    }
+    if (st != WEIR_OK) {
+        size_t len = strlen(msg);
+        snprintf(msg + len, cap - len, "; decisions follow their failure_mode until it answers");
+        *warn = true;
+    }
+    return WEIR_OK;
+}
+
 static const store_row stores[] = {
-    {"memory", true, open_memory},
+    {"memory", true, open_memory, NULL},
+    {"redis", true, open_redis, check_redis},
+    {"redis+unix", true, open_redis, check_redis},
+    {"rediss", false, open_redis, check_redis}, /* refused with the reason */
 #ifdef WEIR_TEST_STORES
-    {"memory+deferred", false, open_deferred},
+    {"memory+deferred", false, open_deferred, NULL},
 #endif
 };
 #define N_STORES (sizeof(stores) / sizeof(stores[0]))
@@ -79,8 +149,9 @@ static const store_row *find(const char *url, const char **spec)
 bool stores_check(const char *url, char *msg, size_t cap)
 {
     const char *spec;
-    if (find(url, &spec))
-        return true;
+    const store_row *row = find(url, &spec);
+    if (row)
+        return !row->check || row->check(url, msg, cap);
     size_t len = (size_t)snprintf(msg, cap, "not a store of this build (stores:");
     for (size_t i = 0; i < N_STORES && len < cap; i++)
         if (stores[i].listed)
@@ -90,14 +161,28 @@ bool stores_check(const char *url, char *msg, size_t cap)
     return false;
 }
 
-weir_status stores_open(weir_ctx *ctx, const serve_options *o, weir_store **out, char *msg,
-                        size_t cap)
+void stores_describe(const char *url, char *out, size_t cap)
 {
+    /* scheme://user:password@rest -> scheme://user:***@rest */
+    const char *start = strstr(url, "://");
+    const char *at = start ? strrchr(start + 3, '@') : NULL;
+    const char *colon = at ? memchr(start + 3, ':', (size_t)(at - start - 3)) : NULL;
+    if (!colon) {
+        snprintf(out, cap, "%s", url);
+        return;
+    }
+    snprintf(out, cap, "%.*s:***%s", (int)(colon - url), url, at);
+}
+
+weir_status stores_open(weir_ctx *ctx, const serve_options *o, weir_store **out, char *msg,
+                        size_t cap, bool *warn)
+{
+    *warn = false;
     const char *spec;
     const store_row *row = find(o->store, &spec);
     if (!row) {
         stores_check(o->store, msg, cap);
         return WEIR_EINVAL;
     }
-    return row->open(ctx, o, spec, out, msg, cap);
+    return row->open(ctx, o, spec, out, msg, cap, warn);
 }

@@ -102,8 +102,10 @@ static void on_tick(uv_timer_t *t)
 {
     worker *w = t->data;
     set_date(w);
-    if (w->id == 0)
+    if (w->id == 0) {
         weir_store_maintain(w->srv->store, server_now_us(w->srv));
+        weir_store_maintain(w->srv->fallback, server_now_us(w->srv));
+    }
     apply_state(w);
 }
 

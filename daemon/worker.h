@@ -59,6 +59,10 @@ typedef struct worker {
     bool sink_busy;        /* closing: a second refusal waits for it */
     unsigned sink_waiting; /* bit i: listeners[i] has a refusal waiting */
     uint64_t conn_allocs;
+    /* decisions a failure mode made: one log line a second, with how
+     * many went unlogged since the last */
+    uint64_t failure_logged_ms;
+    uint64_t failure_unlogged;
 } worker;
 
 /** Start the worker's thread and loop on the server's listening sockets.

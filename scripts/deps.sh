@@ -11,12 +11,14 @@ packages=(
     clang libclang-rt-14-dev clang-format
     # libraries
     libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev
-    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+    libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libhiredis-dev
     # the well-known .proto files (google/protobuf/duration.proto, ...)
     libprotobuf-dev
     # tests: unit tests (jansson: the API fuzz target's JSON oracle), the
     # daemon's integration tests and their peers
     libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
+    # the Redis store's tests: a real redis-server, redis-cli and redis-py
+    redis-server redis-tools python3-redis
     # gRPC tests: Python's grpcio client (protoc makes its descriptors)
     python3-grpcio python3-protobuf protobuf-compiler
     # benchmarks

@@ -407,13 +407,33 @@ static void batch_post(routes_state *rs, http_answer *a, const weir_http1_reques
 
 /* ------------------------------------------------------------ admin */
 
+/* 200 while serving (with Redis down too: decisions follow their failure
+ * mode, and the details say so), 503 while draining. */
 static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     (void)rs;
     (void)req;
-    bool draining = atomic_load(&a->conn->w->srv->draining);
-    const char *body = draining ? "{\"status\":\"draining\"}" : "{\"status\":\"ok\"}";
-    http_answer_respond(a, draining ? 503 : 200, "application/json", NULL, body, strlen(body));
+    worker *w = a->conn->w;
+    bool draining = atomic_load(&w->srv->draining);
+    weir_redis_stats r;
+    bool redis = weir_redis_stats_get(w->srv->store, &r) == WEIR_OK;
+    bool degraded = redis && (r.breaker != WEIR_REDIS_CLOSED || r.connections == 0);
+    weir_buf_clear(&w->body);
+    weir_buf_printf(&w->body, "{\"status\":\"%s\"",
+                    draining   ? "draining"
+                    : degraded ? "degraded"
+                               : "ok");
+    if (redis)
+        weir_buf_printf(&w->body,
+                        ",\"store\":{\"type\":\"redis\",\"breaker\":\"%s\","
+                        "\"connections\":%llu}",
+                        weir_redis_breaker_name(r.breaker), (unsigned long long)r.connections);
+    weir_buf_putc(&w->body, '}');
+    if (!weir_buf_ok(&w->body)) {
+        http_answer_problem(a, 500, "out of memory");
+        return;
+    }
+    http_answer_respond(a, draining ? 503 : 200, "application/json", NULL, w->body.p, w->body.len);
 }
 
 static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_request *req)

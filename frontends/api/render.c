@@ -130,6 +130,10 @@ static void render_status(weir_buf *b, const weir_descriptor_status *s)
         obj_key(&o, "failure_mode");
         put_bool(b, true);
     }
+    if (s->local) {
+        obj_key(&o, "local");
+        put_bool(b, true);
+    }
     obj_close(&o);
 }
 

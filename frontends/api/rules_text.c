@@ -17,6 +17,11 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
                         weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
         if (l->failure_mode == WEIR_FAILURE_DENY)
             weir_buf_puts(b, " failure_mode=deny");
+        else if (l->failure_mode == WEIR_FAILURE_LOCAL)
+            weir_buf_puts(b, " failure_mode=local");
+        if (l->local_share_ppm)
+            weir_buf_printf(b, " local_share=%u.%06u", l->local_share_ppm / 1000000,
+                            l->local_share_ppm % 1000000);
         if (l->count_rejected)
             weir_buf_puts(b, " count_rejected=true");
     }

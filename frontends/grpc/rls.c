@@ -625,6 +625,29 @@ static void fill_status(status_parts *sp, const weir_descriptor_status *s)
     sp->status.duration_until_reset = &sp->reset;
 }
 
+/* The failure modes that decided any descriptor, as "allow", "deny",
+ * "local" joined by commas; NULL when the store failed for none. */
+static const char *failure_modes(const weir_api_decision *dec, char *buf, size_t cap)
+{
+    bool seen[3] = {false, false, false};
+    for (size_t i = 0; dec && i < dec->n; i++) {
+        const weir_descriptor_status *s = &dec->statuses[i];
+        if (!s->failure_mode)
+            continue;
+        if (s->local)
+            seen[2] = true;
+        else
+            seen[s->limit && s->limit->failure_mode == WEIR_FAILURE_DENY] = true;
+    }
+    static const char *const names[3] = {"allow", "deny", "local"};
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int m = 0; m < 3; m++)
+        if (seen[m])
+            len += (size_t)snprintf(buf + len, cap - len, "%s%s", len ? "," : "", names[m]);
+    return len ? buf : NULL;
+}
+
 void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
                               const weir_headers *headers, const char *raw_body, size_t raw_len)
 {
@@ -670,6 +693,22 @@ void weir_rls_encode_response(weir_buf *out, const weir_api_decision *dec,
     if (raw_body) {
         resp.raw_body.data = (uint8_t *)raw_body; /* only read by pack */
         resp.raw_body.len = raw_len;
+    }
+    /* a decision a failure mode made says so to Envoy, in the filter's
+     * dynamic metadata: {"weir.failure_mode": "allow"} */
+    char modes[24];
+    Google__Protobuf__Struct meta = GOOGLE__PROTOBUF__STRUCT__INIT;
+    Google__Protobuf__Struct__FieldsEntry entry = GOOGLE__PROTOBUF__STRUCT__FIELDS_ENTRY__INIT;
+    Google__Protobuf__Struct__FieldsEntry *entries[1] = {&entry};
+    Google__Protobuf__Value value = GOOGLE__PROTOBUF__VALUE__INIT;
+    if (failure_modes(dec, modes, sizeof(modes))) {
+        value.kind_case = GOOGLE__PROTOBUF__VALUE__KIND_STRING_VALUE;
+        value.string_value = modes;
+        entry.key = (char *)"weir.failure_mode"; /* only read by pack */
+        entry.value = &value;
+        meta.n_fields = 1;
+        meta.fields = entries;
+        resp.dynamic_metadata = &meta;
     }
     weir_pb_append(out, &resp.base);
     free(heap);

@@ -50,6 +50,14 @@ typedef struct weir_engine_options {
     size_t size;
     /** Where the counters live (borrowed; must outlive the engine). */
     weir_store *store;
+    /** Since 0.2. Where limits with failure_mode local are decided while
+     *  @store fails: a store that completes inline (a memory store of the
+     *  instance's own), or NULL (local limits then fail open). Borrowed. */
+    weir_store *fallback;
+    /** How many instances share @store: a local limit is the limit
+     *  divided by this (at least 1 request), unless its rule gives a
+     *  local_share. 0 = 1. */
+    uint32_t instances;
 } weir_engine_options;
 
 /** One `key=value` entry of a request descriptor (bytes, not necessarily
@@ -107,6 +115,9 @@ typedef struct weir_limit_outcome {
     bool shadow;
     /** The store failed and failure_mode decided `denied`. */
     bool failure_mode;
+    /** ... and it was failure_mode local: remaining and reset are the
+     *  instance's own memory's, under the limit's local share. */
+    bool local;
 } weir_limit_outcome;
 
 /** The verdict for one descriptor, in request order. */
@@ -136,6 +147,8 @@ typedef struct weir_descriptor_status {
     /** The store failed for this descriptor and the limit's failure_mode
      *  decided the code. */
     bool failure_mode;
+    /** ... with failure_mode local: decided on the instance's own memory. */
+    bool local;
     bool unlimited;
     /** The request's domain has no rules (every status is then OK with no
      *  limit, as upstream answers). */

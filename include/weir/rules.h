@@ -72,7 +72,11 @@ typedef enum weir_rule_unit {
 /** What the engine should answer when the store holding a limit fails. */
 typedef enum weir_failure_mode {
     WEIR_FAILURE_ALLOW = 0, /* fail open (upstream's behaviour, the default) */
-    WEIR_FAILURE_DENY = 1   /* fail closed */
+    WEIR_FAILURE_DENY = 1,  /* fail closed */
+    /* decide on the instance's own memory, the limit scaled down to its
+     * share (weir_engine_options.fallback): approximate limits instead of
+     * none while a shared store is away */
+    WEIR_FAILURE_LOCAL = 2
 } weir_failure_mode;
 
 /* Flags of a descriptor node (weir_rule_flags()). */
@@ -93,7 +97,12 @@ typedef struct weir_rule_limit {
      *  default weir's rejected request consumes nothing). The engine
      *  gives it its exact effect. */
     bool count_rejected;
+    /** `failure_mode:`, or the load's default_failure_mode. */
     weir_failure_mode failure_mode;
+    /** `local_share:` in millionths (1 .. 1000000): the part of the limit
+     *  this instance enforces on its own under failure_mode local; 0 =
+     *  the engine's default (1 / weir_engine_options.instances). */
+    uint32_t local_share_ppm;
     /** Requests per window; 0 is a ban (always over limit). */
     uint32_t requests_per_unit;
     weir_rule_unit unit;
@@ -135,6 +144,9 @@ typedef struct weir_rules_options {
      *  WEIR_RULES_MAX_DESCRIPTORS / WEIR_RULES_MAX_LIMITS. */
     uint32_t max_descriptors;
     uint32_t max_limits;
+    /** The failure mode of limits without `failure_mode:` (default allow,
+     *  upstream's behaviour). */
+    weir_failure_mode default_failure_mode;
 } weir_rules_options;
 
 /** One problem found while loading. */

@@ -147,7 +147,39 @@ typedef struct weir_loop_adapter {
     void *(*timer_start)(void *data, int64_t after_us, void (*cb)(void *arg), void *arg);
     /** Cancel a timer whose callback has not run yet: it never will. */
     void (*timer_stop)(void *data, void *timer);
+
+    /* Since 0.2: file descriptors, for stores that talk over a socket (the
+     * Redis store needs them; the memory store does not). */
+
+    /** Watch @fd for the events WEIR_IO_READ | WEIR_IO_WRITE in @events
+     *  (0: none for now) and call @cb(@arg, ready events) on the loop while
+     *  any is ready. Returns a handle for io_update() and io_stop(), or
+     *  NULL when out of memory. */
+    void *(*io_start)(void *data, int fd, unsigned events, void (*cb)(void *arg, unsigned ready),
+                      void *arg);
+    /** Change the events a watch waits for (0: none, the watch stays). */
+    void (*io_update)(void *data, void *watch, unsigned events);
+    /** End a watch, before @fd is closed: @cb is never called again. The
+     *  handle is the adapter's to free. */
+    void (*io_stop)(void *data, void *watch);
+    /** Let a watch or a timer run in the background: it no longer keeps
+     *  the loop running on its own (libuv's uv_unref()), so a loop whose
+     *  other work is done can end while a store keeps an idle connection
+     *  or waits to reconnect. */
+    void (*unref)(void *data, void *handle);
 } weir_loop_adapter;
+
+/** Events of weir_loop_adapter's fd hooks. */
+#define WEIR_IO_READ 1u
+#define WEIR_IO_WRITE 2u
+
+/** Whether @loop has the fd hooks (a store that needs them refuses a
+ *  session on a loop without them with WEIR_EINVAL). */
+static inline int weir_loop_has_io(const weir_loop_adapter *loop)
+{
+    return loop && loop->size >= sizeof(weir_loop_adapter) && loop->io_start && loop->io_update &&
+           loop->io_stop && loop->unref;
+}
 
 /** A store's presence on one event loop (one per worker thread): what a
  *  networked store keeps per loop (its connection, its queue of batches
@@ -194,6 +226,18 @@ WEIR_API void weir_store_session_free(weir_store_session *session);
  */
 WEIR_API void weir_store_maintain(weir_store *store, int64_t now_us);
 
+/**
+ * weir_store_check_limit() - whether @store can decide @lim exactly.
+ *
+ * Returns WEIR_OK, or WEIR_ERANGE for a limit the store cannot hold (the
+ * Redis store's script computes with doubles: a limit whose exact
+ * quantities reach 2^53 is refused there, and its ops fail with
+ * WEIR_ERANGE). The memory store takes every compiled limit. Load-time
+ * checks use it so that such a rule is refused when the rules load, not
+ * when traffic comes. Thread-safe.
+ */
+WEIR_API weir_status weir_store_check_limit(const weir_store *store, const weir_limit *lim);
+
 /** Counters a store keeps. */
 typedef struct weir_store_stats {
     uint64_t keys;        /* keys held now */
@@ -203,8 +247,10 @@ typedef struct weir_store_stats {
     uint64_t expirations; /* keys removed because they were back at rest */
 } weir_store_stats;
 
-/** Fill @out with the store's counters. Returns WEIR_OK or WEIR_EINVAL.
- *  Thread-safe; the numbers are a consistent-enough snapshot, each exact. */
+/** Fill @out with the store's counters. Returns WEIR_OK, WEIR_EINVAL, or
+ *  WEIR_EALGO for a store whose keys are held elsewhere (the Redis store:
+ *  weir/redis.h has its own counters). Thread-safe; the numbers are a
+ *  consistent-enough snapshot, each exact. */
 WEIR_API weir_status weir_store_stats_get(weir_store *store, weir_store_stats *out);
 
 /** Free a store and every key in it. Batches in flight complete first

@@ -5,6 +5,7 @@
  *   weir/context.h  per-context allocator, clock and log hook
  *   weir/algo.h     the algorithms as pure step functions
  *   weir/store.h    the asynchronous store interface and the memory store
+ *   weir/redis.h    the Redis store
  *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
  *   weir/engine.h   the decision engine: requests matched against rules
  *
@@ -17,6 +18,7 @@
 #include "weir/context.h"
 #include "weir/engine.h"
 #include "weir/export.h"
+#include "weir/redis.h"
 #include "weir/rules.h"
 #include "weir/status.h"
 #include "weir/store.h"

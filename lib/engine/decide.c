@@ -40,6 +40,7 @@ typedef struct pending {
     bool shadow;
     bool quota;
     bool dropped; /* replaced by another matched limit */
+    bool local;   /* decided on the fallback store (failure_mode local) */
     const weir_rule_limit *limit;
     const weir_limit *lim; /* &limit->compiled, or &eff for an override */
     weir_limit eff;
@@ -296,7 +297,8 @@ static void finish(decision *dc)
         o->reset_after_us = reset;
         o->denied = denied;
         o->shadow = p->shadow;
-        o->failure_mode = failed;
+        o->failure_mode = failed || p->local;
+        o->local = p->local;
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;
@@ -314,7 +316,8 @@ static void finish(decision *dc)
         s->reset_after_us = reset;
         s->retry_after_us = failed ? 0 : r->retry_after_us;
         s->delay_us = failed ? 0 : r->delay_us;
-        s->failure_mode = failed;
+        s->failure_mode = failed || p->local;
+        s->local = p->local;
         s->unlimited = false;
         s->shadow = p->shadow;
         s->would_deny = p->shadow && denied;
@@ -354,12 +357,89 @@ static int batch_count(decision *dc, int d)
     return atomic_fetch_add(&dc->outstanding, d) + d;
 }
 
+/* The limit share of failure_mode local: the limit (and burst) scaled
+ * down to @ppm millionths, at least 1 (a ban stays a ban). */
+static weir_status local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out)
+{
+    weir_limit_spec spec = {lim->algorithm, lim->limit, lim->window_us, lim->burst,
+                            lim->sub_windows > 1 ? lim->sub_windows : 0};
+    if (spec.limit) {
+        spec.limit = spec.limit * ppm / 1000000u;
+        spec.limit = spec.limit ? spec.limit : 1;
+        spec.burst = spec.burst * ppm / 1000000u;
+        spec.burst = spec.burst ? spec.burst : 1;
+    }
+    return weir_limit_compile(&spec, out);
+}
+
+typedef struct local_result {
+    weir_status status;
+} local_result;
+
+static void local_done(void *arg, weir_op *ops, size_t n, weir_status status)
+{
+    (void)ops, (void)n;
+    ((local_result *)arg)->status = status;
+}
+
+/* The ops of a batch the store failed whose limits have failure_mode
+ * local: decided again, at once, on the fallback store, each under its
+ * limit's local share; an atomic batch's stay one atomic batch there.
+ * What cannot be decided locally keeps its failure (and fails open). */
+static void decide_locally(decision *dc, weir_op *ops, size_t n, bool atomic)
+{
+    weir_engine *e = dc->engine;
+    if (!e->fallback || ops < dc->ops || ops >= dc->ops + WEIR_ENGINE_MAX_LIMITS)
+        return; /* no fallback, or count_rejected's extra charges */
+    weir_op local[WEIR_ENGINE_MAX_LIMITS];
+    weir_limit lims[WEIR_ENGINE_MAX_LIMITS];
+    pending *owner[WEIR_ENGINE_MAX_LIMITS];
+    size_t from[WEIR_ENGINE_MAX_LIMITS];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ops[i].status == WEIR_OK)
+            continue;
+        size_t slot = (size_t)(&ops[i] - dc->ops);
+        pending *p = NULL;
+        for (size_t k = 0; k < dc->n_pending && !p; k++)
+            if (!dc->p[k].dropped && dc->p[k].op == slot)
+                p = &dc->p[k];
+        if (!p || p->limit->failure_mode != WEIR_FAILURE_LOCAL)
+            continue;
+        uint32_t ppm = p->limit->local_share_ppm ? p->limit->local_share_ppm : e->local_share_ppm;
+        if (local_limit(p->lim, ppm, &lims[m]) != WEIR_OK)
+            continue;
+        local[m] = ops[i];
+        local[m].limit = &lims[m];
+        owner[m] = p;
+        from[m] = i;
+        m++;
+    }
+    if (m == 0)
+        return;
+    local_result r = {WEIR_EUNAVAIL};
+    if (weir_store_submit(e->fallback, local, m, dc->now_us, atomic ? WEIR_BATCH_ATOMIC : 0,
+                          local_done, &r) != WEIR_OK ||
+        r.status != WEIR_OK)
+        return;
+    for (size_t j = 0; j < m; j++) {
+        if (local[j].status != WEIR_OK)
+            continue;
+        weir_op *op = &ops[from[j]];
+        op->status = WEIR_OK;
+        op->result = local[j].result;
+        owner[j]->local = true;
+    }
+}
+
 static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 {
     decision *dc = arg;
-    if (status != WEIR_OK)
+    if (status != WEIR_OK) {
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
+        decide_locally(dc, ops, n, false);
+    }
     if (batch_count(dc, -1) == 0)
         finish(dc);
 }
@@ -390,6 +470,12 @@ static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_st
 static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 {
     decision *dc = arg;
+    if (status != WEIR_OK) {
+        for (size_t i = 0; i < n; i++)
+            ops[i].status = status;
+        decide_locally(dc, ops, n, true);
+    }
+    /* count_rejected charges follow a denial by the store itself */
     bool denied = false;
     for (size_t i = 0; status == WEIR_OK && i < n; i++)
         denied |= ops[i].status == WEIR_OK && ops[i].kind == WEIR_OP_TAKE && !ops[i].result.allowed;
@@ -413,7 +499,7 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
         batch_count(dc, 1);
         submit(dc, dc->extra, ne, 0, batch_done);
     }
-    batch_done(arg, ops, n, status);
+    batch_done(arg, ops, n, WEIR_OK); /* each op has its status by now */
 }
 
 /* Field by field: a whole-struct copy or memset of this size compiles to
@@ -437,6 +523,7 @@ static void set_unmatched(weir_descriptor_status *s)
     s->shadow = false;
     s->would_deny = false;
     s->failure_mode = false;
+    s->local = false;
     s->unlimited = false;
     s->domain_not_found = false;
     s->outcomes = NULL;
@@ -614,6 +701,7 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
             p->quota = quota;
             p->enforcing = !shadow && !quota;
             p->dropped = false;
+            p->local = false;
             p->hits = hits;
             p->kind = kind;
             if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)

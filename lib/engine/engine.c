@@ -17,10 +17,17 @@
 #include "store/store.h"
 #include "weir/engine.h"
 
+/* The first release's options end after the store. */
+#define OPTIONS_V1_SIZE (offsetof(weir_engine_options, store) + sizeof(weir_store *))
+
 weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir_rules *rules,
                             weir_engine **out)
 {
-    if (!ctx || !opts || !rules || !out || opts->size < sizeof(weir_engine_options) || !opts->store)
+    if (!ctx || !opts || !rules || !out || opts->size < OPTIONS_V1_SIZE || !opts->store)
+        return WEIR_EINVAL;
+    weir_engine_options o = {0};
+    memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+    if (o.fallback && !weir__store_is_inline(o.fallback))
         return WEIR_EINVAL;
     weir_engine *e = weir__calloc(ctx, 1, sizeof(*e));
     if (!e)
@@ -52,6 +59,10 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
     e->shared_keys = (opts->store->ops->caps & WEIR_STORE_SHARED_KEYS) != 0;
     e->prefetch = opts->store->ops->prefetch;
     e->run_planned = e->inline_store ? opts->store->ops->run_planned : NULL;
+    e->fallback = o.fallback;
+    e->local_share_ppm = 1000000u / (o.instances ? o.instances : 1u);
+    if (e->local_share_ppm == 0)
+        e->local_share_ppm = 1;
     *out = e;
     return WEIR_OK;
 }

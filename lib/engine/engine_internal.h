@@ -19,6 +19,10 @@ struct weir_engine {
      * optional fast paths (NULL when it has none) */
     bool inline_store;
     bool shared_keys; /* stable keys, not digests under the secret */
+    /* failure_mode local: an inline store of the instance's own, and the
+     * default share of a limit (1/instances) in millionths */
+    weir_store *fallback;
+    uint32_t local_share_ppm;
     void (*prefetch)(weir_store *s, const void *key);
     weir_status (*run_planned)(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
     weir__snap *snap;

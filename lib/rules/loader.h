@@ -105,6 +105,9 @@ void weir__rules_release(weir_rules *rules);
 const char *weir__rules_parse_u64(const char *s, uint64_t max, uint64_t *out);
 const char *weir__rules_parse_bool(const char *s, bool *out);
 const char *weir__rules_parse_duration(const char *s, int64_t *out_us);
+/* A share: "0.25", "1" or "25%" into millionths (1 .. 1000000); false
+ * when it is not one. */
+bool weir__rules_parse_share(const char *s, uint32_t *ppm);
 /* Case-insensitive unit name; false when unknown. */
 bool weir__rules_parse_unit(const char *s, weir_rule_unit *unit, int64_t *window_us);
 

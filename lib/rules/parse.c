@@ -259,6 +259,7 @@ enum rl_field {
     RL_FAILURE_MODE,
     RL_COUNT_REJECTED,
     RL_SUB_WINDOWS,
+    RL_LOCAL_SHARE,
     RL_N
 };
 
@@ -274,6 +275,7 @@ static const char *const rl_names[RL_N] = {
     [RL_FAILURE_MODE] = "failure_mode",
     [RL_COUNT_REJECTED] = "count_rejected",
     [RL_SUB_WINDOWS] = "sub_windows",
+    [RL_LOCAL_SHARE] = "local_share",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -374,6 +376,7 @@ static weir_rule_limit *read_rate_limit(yp *p)
     l->line = (uint32_t)(start.line > UINT32_MAX ? UINT32_MAX : start.line);
     l->column = (uint32_t)(start.col > UINT32_MAX ? UINT32_MAX : start.col);
     l->algorithm = ld->opts.default_algorithm;
+    l->failure_mode = ld->opts.default_failure_mode;
     bool unit_ok = false, unit_bad = false;
     pos at[RL_N];
     memset(at, 0, sizeof(at));
@@ -445,9 +448,20 @@ static weir_rule_limit *read_rate_limit(yp *p)
                     l->failure_mode = WEIR_FAILURE_ALLOW;
                 else if (strcasecmp(s, "deny") == 0)
                     l->failure_mode = WEIR_FAILURE_DENY;
+                else if (strcasecmp(s, "local") == 0)
+                    l->failure_mode = WEIR_FAILURE_LOCAL;
                 else
-                    ERR(p, at[k], "invalid failure_mode '%.64s' (expected allow or deny)", s);
+                    ERR(p, at[k], "invalid failure_mode '%.64s' (expected allow, deny or local)",
+                        s);
             }
+            break;
+        case RL_LOCAL_SHARE:
+            if ((s = scalar_text(p, "local_share")) != NULL &&
+                !weir__rules_parse_share(s, &l->local_share_ppm))
+                ERR(p, at[k],
+                    "local_share '%.64s' must be a fraction above 0 and at most 1 (e.g. 0.25), or "
+                    "a percentage (25%%)",
+                    s);
             break;
         case RL_COUNT_REJECTED:
             if (read_bool(p, "count_rejected", &b))

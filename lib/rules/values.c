@@ -149,3 +149,36 @@ const char *weir__rules_parse_duration(const char *s, int64_t *out_us)
     *out_us = total;
     return NULL;
 }
+
+bool weir__rules_parse_share(const char *s, uint32_t *ppm)
+{
+    /* "0.25", "1", "25%": a decimal of at most six places, exact in
+     * millionths; no floating point, so "0.1" is exactly 100000 */
+    uint64_t whole = 0, frac = 0;
+    int places = 0;
+    const char *p = s;
+    if (*p < '0' || *p > '9')
+        return false;
+    while (*p >= '0' && *p <= '9' && whole <= 1000)
+        whole = whole * 10 + (uint64_t)(*p++ - '0');
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (places == 6)
+                return false;
+            frac = frac * 10 + (uint64_t)(*p++ - '0');
+            places++;
+        }
+    }
+    for (int i = places; i < 6; i++)
+        frac *= 10;
+    uint64_t v = whole * 1000000 + frac;
+    if (*p == '%') {
+        p++;
+        v /= 100;
+    }
+    if (*p != '\0' || v == 0 || v > 1000000)
+        return false;
+    *ppm = (uint32_t)v;
+    return true;
+}

@@ -82,10 +82,19 @@ void weir_store_maintain(weir_store *store, int64_t now_us)
         store->ops->maintain(store, now_us);
 }
 
+weir_status weir_store_check_limit(const weir_store *store, const weir_limit *lim)
+{
+    if (!store || !lim)
+        return WEIR_EINVAL;
+    return store->ops->check_limit ? store->ops->check_limit(lim) : WEIR_OK;
+}
+
 weir_status weir_store_stats_get(weir_store *store, weir_store_stats *out)
 {
     if (!store || !out)
         return WEIR_EINVAL;
+    if (!store->ops->stats)
+        return WEIR_EALGO; /* the keys live elsewhere (Redis) */
     store->ops->stats(store, out);
     return WEIR_OK;
 }

@@ -27,8 +27,12 @@ typedef struct weir__store_ops {
     void (*session_free)(weir_store_session *ss);
     /* Housekeeping; NULL for none. */
     void (*maintain)(weir_store *s, int64_t now_us);
+    /* NULL when the keys are held elsewhere (weir_store_stats_get() then
+     * says WEIR_EALGO) */
     void (*stats)(weir_store *s, weir_store_stats *out);
     void (*destroy)(weir_store *s);
+    /* Whether the store can hold this limit; NULL: every compiled limit. */
+    weir_status (*check_limit)(const weir_limit *lim);
 
     /* Optional fast paths (NULL = absent). */
 

@@ -137,9 +137,23 @@ static void errors_name_the_setting(void **unused)
         {"--check-header", "NoEquals",
          "weir serve: --check-header 'NoEquals': not a valid "
          "HEADER=KEY\n"},
-        {"--store", "redis://127.0.0.1",
-         "weir serve: --store 'redis://127.0.0.1': not a store of this build (stores: "
-         "memory)\n"},
+        {"--store", "etcd://127.0.0.1",
+         "weir serve: --store 'etcd://127.0.0.1': not a store of this build (stores: "
+         "memory redis redis+unix)\n"},
+        {"--store", "rediss://:pw@127.0.0.1",
+         "weir serve: --store 'rediss://:***@127.0.0.1': rediss:// (TLS) is not supported: "
+         "this build's hiredis (Debian 12's 0.14) has no TLS; reach Redis over a TLS tunnel "
+         "on loopback instead (docs/OPERATIONS.md)\n"},
+        {"--store", "redis://:secret@127.0.0.1:0",
+         "weir serve: --store 'redis://:***@127.0.0.1:0': the port must be a number from 1 "
+         "to 65535\n"},
+        {"--failure-mode", "open", "weir serve: --failure-mode 'open': not a valid MODE\n"},
+        {"--instances", "0", "weir serve: --instances must be 1..1000000\n"},
+        {"--redis-clock", "ntp", "weir serve: --redis-clock 'ntp': not a valid redis|local\n"},
+        {"--redis-timeout", "0",
+         "weir serve: --redis-timeout, --redis-connect-timeout and the --redis-breaker-* "
+         "settings must be positive, --redis-batch-window at most --redis-timeout, "
+         "--redis-over-limit-cache at most 16777216\n"},
         {"--max-descriptors", "65", "weir serve: --max-descriptors must be 1..64\n"},
         {"--max-pipelined", "0", "weir serve: --max-pipelined must be positive\n"},
         {"--decision-timeout", "soon",

@@ -822,6 +822,93 @@ static void failed_batches_follow_failure_mode(void **unused)
     deferred_opts = saved;
 }
 
+/* failure_mode local: while every batch fails, limits with it are decided
+ * on the fallback store at their share (1/instances, or local_share), an
+ * atomic batch staying atomic there; allow and deny limits keep their
+ * modes; without a fallback, local fails open. */
+static void local_failure_mode_decides_on_the_fallback(void **unused)
+{
+    (void)unused;
+    static const char *rules = "domain: api\n"
+                               "descriptors:\n"
+                               "  - key: user\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 10, "
+                               "failure_mode: local}\n"
+                               "  - key: ip\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 10, "
+                               "failure_mode: local, local_share: 0.3}\n"
+                               "  - key: app\n"
+                               "    rate_limit: {unit: hour, requests_per_unit: 10, "
+                               "failure_mode: deny}\n";
+    weir_deferred_options saved = deferred_opts;
+    deferred_opts.fail_every = 1;
+    bool was = deferred;
+    deferred = true;
+    world w;
+    open_world(&w, rules);
+    weir_store *fallback;
+    assert_int_equal(weir_memstore_new(w.ctx, NULL, &fallback), WEIR_OK);
+    weir_engine *e;
+    weir_engine_options o = {sizeof(o), w.store, fallback, 2};
+    assert_int_equal(weir_engine_new(w.ctx, &o, test_rules_parse(w.ctx, rules), &e), WEIR_OK);
+    weir_engine_reader_free(w.reader);
+    weir_engine_free(w.engine);
+    w.engine = e;
+    assert_int_equal(weir_engine_reader_new(e, &w.reader), WEIR_OK);
+
+    weir_entry user[] = {E("user", "u")}, ip[] = {E("ip", "1.2.3.4")}, app[] = {E("app", "a")};
+    weir_descriptor du = {user, 1, false, 0, NULL}, di = {ip, 1, false, 0, NULL},
+                    da = {app, 1, false, 0, NULL};
+    weir_descriptor_status st[2];
+    /* user: 10 / 2 instances = 5 here */
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK);
+        assert_true(st[0].failure_mode);
+        assert_true(st[0].local);
+        assert_true(st[0].outcomes[0].local);
+        assert_int_equal(st[0].remaining, (uint64_t)(4 - i));
+    }
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_true(st[0].local);
+    /* ip: its own share, 30% of 10 */
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    /* deny stays deny, and is not local */
+    assert_int_equal(decide(&w, "api", &da, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_true(st[0].failure_mode);
+    assert_false(st[0].local);
+    /* atomic: a local denial charges nothing else locally */
+    weir_entry user2[] = {E("user", "v")};
+    weir_descriptor both[2] = {{user2, 1, false, 0, NULL}, {ip, 1, false, 0, NULL}};
+    assert_int_equal(decide(&w, "api", both, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(st[0].code, WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 5); /* looked at, not charged */
+    assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
+    weir_engine_reader_free(w.reader);
+    weir_engine_free(w.engine);
+    weir_store_free(fallback);
+    w.reader = NULL;
+    w.engine = NULL;
+    close_world(&w);
+
+    /* no fallback: local fails open */
+    open_world(&w, rules);
+    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].failure_mode);
+    assert_false(st[0].local);
+    close_world(&w);
+    /* a fallback must complete inline */
+    open_world(&w, rules);
+    weir_engine_options bad = {sizeof(bad), w.store, w.store, 1};
+    weir_rules *kept = test_rules_parse(w.ctx, rules);
+    assert_int_equal(weir_engine_new(w.ctx, &bad, kept, &e), WEIR_EINVAL);
+    weir_rules_free(kept);
+    close_world(&w);
+    deferred = was;
+    deferred_opts = saved;
+}
+
 /* Two engines, as two processes (each with its own secret), on one store
  * shared between them: stable keys make them count the same counters. */
 static void two_instances_share_counters(void **unused)
@@ -861,6 +948,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(denied_request_spends_nothing),
+        cmocka_unit_test(local_failure_mode_decides_on_the_fallback),
         cmocka_unit_test(hits_at_both_levels),
         cmocka_unit_test(unmatched_unknown_and_errors),
         cmocka_unit_test(bad_descriptor_after_good_ones_charges_nothing),

@@ -231,7 +231,7 @@ static const err_case err_cases[] = {
         "sliding_window_counter\n      sub_windows: 7\n"),
      5, 7, "limit not accepted: invalid argument"},
     {"bad_failure_mode", RL("      unit: second\n      failure_mode: open\n"), 6, 21,
-     "invalid failure_mode 'open' (expected allow or deny)"},
+     "invalid failure_mode 'open' (expected allow, deny or local)"},
     {"bad_count_rejected", RL("      unit: second\n      count_rejected: maybe\n"), 6, 23,
      "'count_rejected' must be true or false: 'maybe'"},
     {"bad_flag", "domain: d\ndescriptors:\n  - key: k\n    shadow_mode: 2\n", 4, 18,
@@ -520,6 +520,54 @@ static void extensions(void **unused)
     assert_int_equal(weir_rule_limit_count(weir_rules_domain_rule(d, 3)), 0);
     assert_int_equal(weir_rules_limit_count(r), 4);
     weir_rules_free(r);
+}
+
+static void failure_modes_and_local_share(void **unused)
+{
+    (void)unused;
+    const char *yaml = "domain: d\n"
+                       "descriptors:\n"
+                       "  - key: a\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, failure_mode: "
+                       "local, local_share: 0.25}\n"
+                       "  - key: b\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, local_share: 5%}\n"
+                       "  - key: c\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, failure_mode: "
+                       "deny, local_share: 1}\n";
+    weir_rules *r = load_ok(yaml);
+    const weir_rules_domain *d = weir_rules_domain_at(r, 0);
+    const weir_rule_limit *a = only_limit(weir_rules_domain_rule(d, 0));
+    const weir_rule_limit *b = only_limit(weir_rules_domain_rule(d, 1));
+    const weir_rule_limit *c = only_limit(weir_rules_domain_rule(d, 2));
+    assert_int_equal(a->failure_mode, WEIR_FAILURE_LOCAL);
+    assert_int_equal(a->local_share_ppm, 250000);
+    assert_int_equal(b->failure_mode, WEIR_FAILURE_ALLOW);
+    assert_int_equal(b->local_share_ppm, 50000);
+    assert_int_equal(c->failure_mode, WEIR_FAILURE_DENY);
+    assert_int_equal(c->local_share_ppm, 1000000);
+    weir_rules_free(r);
+    /* the load's default for limits that name none */
+    weir_rules_options o = {sizeof(o), false, 0, 0, 0, WEIR_FAILURE_LOCAL};
+    r = load_ok_opts(yaml, &o);
+    d = weir_rules_domain_at(r, 0);
+    assert_int_equal(only_limit(weir_rules_domain_rule(d, 1))->failure_mode, WEIR_FAILURE_LOCAL);
+    assert_int_equal(only_limit(weir_rules_domain_rule(d, 2))->failure_mode, WEIR_FAILURE_DENY);
+    weir_rules_free(r);
+    static const char *const bad[] = {"0", "1.5", "0.0000001", "-1", "abc", "25", "101%", "0%"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char yaml_text[256];
+        snprintf(yaml_text, sizeof(yaml_text),
+                 "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, "
+                 "local_share: \"%s\"}\n",
+                 bad[i]);
+        weir_rules *none = NULL;
+        assert_int_not_equal(parse_opts(yaml_text, strlen(yaml_text), NULL, &none), WEIR_OK);
+        assert_null(none);
+        if (n_errs != 1 || !strstr(errs[0].message, "local_share"))
+            fail_msg("local_share %s: %zu errors (%s)", bad[i], n_errs,
+                     n_errs ? errs[0].message : "");
+    }
 }
 
 static void durations(void **unused)
@@ -1046,6 +1094,7 @@ int main(void)
         cmocka_unit_test(upstream_wildcard_unlimited_replaces_shadow),
         cmocka_unit_test(units_case_insensitive),
         cmocka_unit_test(extensions),
+        cmocka_unit_test(failure_modes_and_local_share),
         cmocka_unit_test(durations),
         cmocka_unit_test(default_algorithm_option),
         cmocka_unit_test(quirks),

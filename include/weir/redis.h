@@ -1,0 +1,155 @@
+/*
+ * weir/redis.h - the Redis store: counters in one Redis server shared by
+ * any number of processes, every algorithm of weir/algo.h run by one Lua
+ * script, so a key gives the same verdicts as in the memory store.
+ *
+ * The store completes later: each event loop has a session of its own
+ * (weir_store_session_new() with a weir_loop_adapter that has the fd
+ * hooks), holding one connection, so deciding takes no lock. The batches a
+ * loop submits in one iteration leave as one script call (one round trip
+ * for all of them, whatever their number of keys). A call that gets no
+ * answer within the timeout completes with WEIR_ETIMEDOUT; failures and
+ * timeouts open a circuit breaker shared by every session, under which
+ * batches fail at once with WEIR_EUNAVAIL until a probe gets through. What
+ * a failed decision becomes (allowed, denied, decided locally) is the
+ * caller's policy (the engine's failure_mode), never the store's.
+ *
+ * Limits whose exact arithmetic does not fit the script's numbers (doubles,
+ * exact below 2^53) are refused: weir_store_check_limit() says which.
+ */
+#ifndef WEIR_REDIS_H
+#define WEIR_REDIS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/context.h"
+#include "weir/export.h"
+#include "weir/status.h"
+#include "weir/store.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Longest host name, unix socket path, user name or password. */
+#define WEIR_REDIS_MAX_FIELD 255u
+
+typedef struct weir_redis_options {
+    /** sizeof(weir_redis_options). */
+    size_t size;
+    /** Where Redis listens: a host name or address and a port, or (when
+     *  unix_path is set) a unix socket. Strings are copied. */
+    const char *host;
+    int port;
+    const char *unix_path;
+    /** AUTH: a password alone, or an ACL user and its password. NULL: none. */
+    const char *user;
+    const char *password;
+    /** SELECT: the database number, 0 .. 1000000 (default 0). */
+    int db;
+    /** A script call unanswered this long completes with WEIR_ETIMEDOUT;
+     *  0 = 5 ms. */
+    int64_t timeout_us;
+    /** A connection not up this long is given up and retried; 0 = 1 s. */
+    int64_t connect_timeout_us;
+    /** Hold batches this long to send more of them in one call; 0 = send
+     *  on the loop's next iteration. At most the timeout. */
+    int64_t batch_window_us;
+    /** true: the script reads Redis's clock (TIME), so instances with
+     *  skewed clocks agree; false: each batch is decided at the time it
+     *  was submitted with (tests, a single instance). */
+    bool redis_clock;
+    /** The breaker opens after this many failures or timeouts within
+     *  breaker_window_us (0 = 5 within 1 s), and lets one call through as
+     *  a probe after breaker_cooldown_us (0 = 1 s). */
+    uint32_t breaker_failures;
+    int64_t breaker_window_us;
+    int64_t breaker_cooldown_us;
+    /** The local over-limit cache, per session: a key Redis denied a
+     *  cost-1 request until T is denied without a round trip until T
+     *  (exact: nothing can change it before T). Slots (a power of two);
+     *  0 = off. weir_redis_options_init() sets 4096. */
+    uint32_t deny_cache_slots;
+} weir_redis_options;
+
+/** Defaults for every field but where Redis is. */
+WEIR_API void weir_redis_options_init(weir_redis_options *o);
+
+/**
+ * weir_redis_url_parse() - fill @o's host, port, unix_path, user,
+ * password and db from a URL:
+ *
+ *   redis://[[user]:password@]host[:port][/db]     (port 6379, db 0)
+ *   redis+unix://[[user]:password@]/path/to.sock[?db=N]
+ *
+ * IPv6 addresses go in brackets. User and password are percent-decoded.
+ * `rediss://` is refused (this build's hiredis has no TLS). The strings
+ * are written into @buf (@cap bytes), which @o then points into.
+ *
+ * Returns WEIR_OK, or WEIR_EPARSE with a message in @err (@err_cap
+ * bytes; it never contains the password).
+ */
+WEIR_API weir_status weir_redis_url_parse(const char *url, weir_redis_options *o, char *buf,
+                                          size_t cap, char *err, size_t err_cap);
+
+/**
+ * weir_redis_store_new() - a Redis store.
+ *
+ * Nothing is connected yet: each session connects on its own loop. Use
+ * weir_redis_ping() to check at start-up that Redis answers and accepts
+ * the credentials.
+ *
+ * Returns WEIR_OK; WEIR_EINVAL (NULL pointers, bad opts->size, no host and
+ * no unix_path, a field too long or out of range); WEIR_ENOMEM.
+ */
+WEIR_API weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts,
+                                          weir_store **out);
+
+/**
+ * weir_redis_ping() - connect once, synchronously, as a session would
+ * (AUTH, SELECT, loading the script), within the connect timeout.
+ *
+ * Returns WEIR_OK; WEIR_EUNAVAIL when Redis cannot be reached (the store
+ * still works: sessions keep trying); WEIR_EINVAL when Redis refused the
+ * credentials, the database or the script (a configuration error). A
+ * message goes to @msg either way.
+ */
+WEIR_API weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap);
+
+/** Breaker states. */
+typedef enum weir_redis_breaker {
+    WEIR_REDIS_CLOSED = 0,    /* calls go to Redis */
+    WEIR_REDIS_OPEN = 1,      /* calls fail at once */
+    WEIR_REDIS_HALF_OPEN = 2, /* one probe call is under way */
+} weir_redis_breaker;
+
+/** Counters of a Redis store, summed over its sessions. */
+typedef struct weir_redis_stats {
+    weir_redis_breaker breaker;
+    uint64_t breaker_opened; /* times the breaker opened */
+    uint64_t connections;    /* sessions connected now */
+    uint64_t connects;       /* connections made */
+    uint64_t connect_errors; /* connections that failed or were lost */
+    uint64_t calls;          /* script calls answered */
+    uint64_t batches;        /* batches those calls carried */
+    uint64_t timeouts;       /* batches timed out */
+    uint64_t errors;         /* batches failed by an error or a lost connection */
+    uint64_t rejected;       /* batches failed at once under the open breaker */
+    uint64_t script_reloads; /* NOSCRIPT answers (a SCRIPT FLUSH or a restart) */
+    uint64_t cached;         /* batches denied by the over-limit cache, no call */
+} weir_redis_stats;
+
+/** Fill @out. Returns WEIR_OK, or WEIR_EINVAL when @store is not a Redis
+ *  store. Thread-safe; each counter is exact, the set a snapshot. */
+WEIR_API weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out);
+
+/** The breaker state's name: "closed", "open", "half_open". */
+WEIR_API const char *weir_redis_breaker_name(weir_redis_breaker b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEIR_REDIS_H */

@@ -1,0 +1,158 @@
+/*
+ * codec.h - the Redis store's one script and its wire format: how a batch
+ * of weir_ops becomes the argument vector of one EVALSHA (or EVAL), and how
+ * the script's reply becomes the ops' results. No I/O here: the
+ * connection (conn.c) sends what this builds and hands back what Redis
+ * answered.
+ *
+ * The script (script.lua, compiled into the library) runs every algorithm
+ * of weir/algo.h on state kept in Redis, with the same verdicts, remaining
+ * counts and reset times as the C step functions for every limit that
+ * weir__redis_limit_fits() accepts (Lua numbers are doubles: every
+ * quantity the script holds stays below 2^53 and every division is exact).
+ *
+ * One call carries one or more batches (the decisions a worker's loop
+ * gathered in one iteration), each with its own time and flags, so Redis
+ * pays its per-command cost once for all of them.
+ *
+ * Wire format, version 1:
+ *
+ *   EVALSHA <sha1> <k> key_1 .. key_k  1 <m>  batch_1 .. batch_m
+ *
+ *   k        the number of ops of every batch together; key_i is op i's
+ *            key, ops numbered across the batches in order
+ *   m        the number of batches
+ *   batch_j  3 arguments, then 11 per op of the batch:
+ *              now_us  decimal microseconds, or "-" for Redis's own clock
+ *                      (TIME, read once per call)
+ *              flags   decimal: 1 = atomic (check every TAKE of the batch,
+ *                      charge all or none), 0 = each op on its own
+ *              n       the batch's number of ops (>= 1)
+ *            an op: kind hits lease algorithm limit window_us burst
+ *            sub_windows unit rate capacity (weir_op's and weir_limit's
+ *            fields, decimal)
+ *
+ * The reply is a flat array of integers: Redis's time in microseconds when
+ * a batch asked for it (else 0), then 8 per op, in order: status (0, or a
+ * negative weir_status), allowed (0/1), limit, remaining, reset_after_us,
+ * retry_after_us, delay_us, lease. A failed op's 7 others are 0. Statuses:
+ * WEIR_ENOLEASE (a RELEASE of a lease not held, or of a banned concurrency
+ * limit), WEIR_EALGO (a RELEASE under another algorithm), WEIR_EINVAL (an
+ * unknown kind or algorithm; every op of an atomic batch that holds a
+ * RELEASE, which charges nothing).
+ *
+ * The script keeps one key per op (script.lua's header gives each
+ * algorithm's layout); it expires when the key is back at rest. The caller
+ * sends only ops that weir__redis_op_ok() accepts.
+ */
+#ifndef WEIR_STORE_REDIS_CODEC_H
+#define WEIR_STORE_REDIS_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "weir/store.h"
+
+struct redisReply;
+
+/* The script's source, and its length (no NUL counted). */
+extern const char weir__redis_script[];
+extern const size_t weir__redis_script_len;
+
+/* Arguments per op after the keys. */
+#define WEIR__REDIS_OP_ARGS 11u
+/* Arguments of a batch before its ops: now, flags, n. */
+#define WEIR__REDIS_BATCH_ARGS 3u
+/* Integers in the reply: one, then this many per op. */
+#define WEIR__REDIS_REPLY_PER_OP 8u
+
+/* One batch of a call. */
+typedef struct weir__redis_batch {
+    weir_op *ops;
+    size_t n;       /* >= 1 */
+    int64_t now_us; /* < 0: Redis's clock */
+    unsigned flags; /* WEIR_BATCH_*: only ATOMIC is sent */
+} weir__redis_batch;
+
+/* Argument vector entries for @nb batches of @nops ops in all: the
+ * command, the script (sha or source), numkeys, the keys, the version,
+ * m, then each batch's head and ops. */
+static inline size_t weir__redis_argc(size_t nb, size_t nops)
+{
+    return 3u + nops + 2u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS;
+}
+
+/* Bytes of number text weir__redis_encode() may write for them. */
+static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
+{
+    return 24u * (3u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS);
+}
+
+/**
+ * weir__redis_encode() - the argument vector of one script call.
+ *
+ * @cmd, @cmd_len:   "EVALSHA" or "EVAL"
+ * @body, @body_len: the sha1 (40 hex digits) or the script's source
+ * @b, @nb:          the batches (nb >= 1), their ops valid (a key, a limit;
+ *                   RELEASE ops carry their lease)
+ * @argv, @argvlen:  weir__redis_argc(nb, ops in all) entries, filled
+ * @numbuf:          weir__redis_numbuf_size(nb, ops in all) bytes: the
+ *                   numbers' text, which argv points into (keys and body
+ *                   are borrowed)
+ *
+ * Returns the number of entries filled.
+ */
+size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, size_t body_len,
+                          const weir__redis_batch *b, size_t nb, const char **argv, size_t *argvlen,
+                          char *numbuf);
+
+/**
+ * weir__redis_decode() - fill every op's status and result from the
+ * script's reply.
+ *
+ * Returns WEIR_OK (each op's status says how it went; an op's result is
+ * written only when its status is WEIR_OK), or WEIR_EIO when the reply is
+ * not the script's: not an array of exactly 1 + 8 x (ops in all) integers,
+ * an unknown status, or a value no step function gives (allowed not 0/1,
+ * remaining above limit, a negative time, a retry with an admission, ...);
+ * then no op is written, and none is to be trusted. An error reply is
+ * WEIR_EIO too. @redis_now_us, when not NULL, receives Redis's time (0 when
+ * no batch asked for it) on success.
+ */
+weir_status weir__redis_decode(const struct redisReply *r, const weir__redis_batch *b, size_t nb,
+                               int64_t *redis_now_us);
+
+/**
+ * weir__redis_limit_fits() - whether the script decides @lim exactly as
+ * the C step does: WEIR_OK, or WEIR_ERANGE when a quantity the script
+ * would hold for it reaches 2^53 (such a limit is refused when the rules
+ * load, with the reason; docs/OPERATIONS.md lists the bounds). WEIR_EINVAL
+ * for NULL or an unknown algorithm. A ban (limit 0) always fits. The
+ * bounds, for a compiled limit:
+ *   token_bucket, leaky_bucket, leaky_bucket_shaper: capacity < 2^52
+ *     (burst x window / gcd(limit, window) units)
+ *   gcra: capacity <= 2^51 us (71 years, in ns: 2^51 x 1000) and
+ *     capacity / gcd(unit, 1000) <= 2^53 - 1001 (ticks of that many ns)
+ *   sliding_window_counter: window_us + window_us / k < 2^52 (k = 1: a
+ *     window below 2^51 us, 71 years)
+ *   fixed_window, sliding_window_log, concurrency: every compiled limit.
+ */
+weir_status weir__redis_limit_fits(const weir_limit *lim);
+
+/**
+ * weir__redis_op_ok() - whether @op, in a batch at @now_us (< 0: Redis's
+ * clock), can be sent: WEIR_OK; WEIR_EINVAL for a NULL op, key or limit, a
+ * key of 0 or more than WEIR_MAX_KEY_BYTES bytes, an unknown kind or
+ * algorithm; WEIR_ERANGE for a limit weir__redis_limit_fits() refuses or a
+ * time past WEIR__REDIS_MAX_NOW_US. The caller completes a refused op with
+ * that status and leaves it out of the call (the format has no way to skip
+ * one). Whether a RELEASE may sit in an atomic batch is the caller's to
+ * check (the script fails such a batch whole with WEIR_EINVAL).
+ */
+weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us);
+
+/* Times the script accepts: 0 .. this (2^52 microseconds, the year 2112
+ * from the Unix epoch); a later time is refused (WEIR_ERANGE per op). */
+#define WEIR__REDIS_MAX_NOW_US ((int64_t)1 << 52)
+
+#endif /* WEIR_STORE_REDIS_CODEC_H */

@@ -1,0 +1,279 @@
+/*
+ * redis.c - the Redis store: its options, its table of operations, the
+ * start-up check (weir_redis_ping()) and its counters. The sessions, where
+ * the work happens, are in conn.c; the script and its wire format in
+ * codec.c and script.lua.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/context.h"
+#include "store/redis/codec.h"
+#include "store/redis/redis_internal.h"
+
+#define DEFAULT_TIMEOUT_US 5000
+#define DEFAULT_CONNECT_TIMEOUT_US 1000000
+#define DEFAULT_BREAKER_FAILURES 5
+#define DEFAULT_BREAKER_WINDOW_US 1000000
+#define DEFAULT_BREAKER_COOLDOWN_US 1000000
+#define MAX_DB 1000000
+
+int64_t redis_mono_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void weir_redis_options_init(weir_redis_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
+    o->port = 6379;
+    o->timeout_us = DEFAULT_TIMEOUT_US;
+    o->connect_timeout_us = DEFAULT_CONNECT_TIMEOUT_US;
+    o->redis_clock = true;
+    o->breaker_failures = DEFAULT_BREAKER_FAILURES;
+    o->breaker_window_us = DEFAULT_BREAKER_WINDOW_US;
+    o->breaker_cooldown_us = DEFAULT_BREAKER_COOLDOWN_US;
+    o->deny_cache_slots = 4096;
+}
+
+const char *weir_redis_breaker_name(weir_redis_breaker b)
+{
+    switch (b) {
+    case WEIR_REDIS_CLOSED:
+        return "closed";
+    case WEIR_REDIS_OPEN:
+        return "open";
+    case WEIR_REDIS_HALF_OPEN:
+        return "half_open";
+    }
+    return "unknown";
+}
+
+int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap)
+{
+    int n = 0;
+    const weir_redis_options *o = &rs->o;
+    if (o->password) {
+        redis_setup_cmd *c = &out[n++];
+        c->argc = 0;
+        c->argv[c->argc] = "AUTH";
+        c->argvlen[c->argc++] = 4;
+        if (o->user) {
+            c->argv[c->argc] = o->user;
+            c->argvlen[c->argc++] = strlen(o->user);
+        }
+        c->argv[c->argc] = o->password;
+        c->argvlen[c->argc++] = strlen(o->password);
+    }
+    if (o->db != 0) {
+        redis_setup_cmd *c = &out[n++];
+        int len = snprintf(dbbuf, dbcap, "%d", o->db);
+        c->argc = 2;
+        c->argv[0] = "SELECT";
+        c->argvlen[0] = 6;
+        c->argv[1] = dbbuf;
+        c->argvlen[1] = (size_t)len;
+    }
+    return n;
+}
+
+/* ------------------------------------------------------------ the table */
+
+static weir_status r_submit(weir_store *s, weir_op *ops, size_t n, int64_t now_us, unsigned flags,
+                            weir_store_cb cb, void *arg)
+{
+    /* a store that completes on a loop: batches go through a session */
+    (void)s, (void)ops, (void)n, (void)now_us, (void)flags, (void)cb, (void)arg;
+    return WEIR_EINVAL;
+}
+
+static void r_destroy(weir_store *s)
+{
+    redis_store *rs = (redis_store *)s;
+    weir_ctx *ctx = s->ctx;
+    weir__free(ctx, rs->strings);
+    weir__free(ctx, rs);
+}
+
+static const weir__store_ops redis_ops = {
+    .caps = WEIR_STORE_SHARED_KEYS,
+    .submit = r_submit,
+    .session_new = redis_session_new,
+    .session_submit = redis_session_submit,
+    .session_free = redis_session_free,
+    .destroy = r_destroy,
+    .check_limit = weir__redis_limit_fits,
+};
+
+static bool is_redis(const weir_store *s)
+{
+    return s && s->ops == &redis_ops;
+}
+
+#define OPTIONS_V1_SIZE (offsetof(weir_redis_options, deny_cache_slots) + sizeof(uint32_t))
+
+static bool field_ok(const char *s)
+{
+    return !s || strlen(s) <= WEIR_REDIS_MAX_FIELD;
+}
+
+/* Copies the option strings into one allocation that @rs owns. */
+static bool copy_strings(redis_store *rs, const weir_redis_options *o)
+{
+    const char *src[4] = {o->host, o->unix_path, o->user, o->password};
+    const char **dst[4] = {&rs->o.host, &rs->o.unix_path, &rs->o.user, &rs->o.password};
+    size_t total = 0;
+    for (int i = 0; i < 4; i++)
+        total += src[i] ? strlen(src[i]) + 1 : 0;
+    rs->strings = weir__malloc(rs->base.ctx, total ? total : 1);
+    if (!rs->strings)
+        return false;
+    char *p = rs->strings;
+    for (int i = 0; i < 4; i++) {
+        *dst[i] = NULL;
+        if (!src[i])
+            continue;
+        size_t len = strlen(src[i]) + 1;
+        memcpy(p, src[i], len);
+        *dst[i] = p;
+        p += len;
+    }
+    return true;
+}
+
+weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, weir_store **out)
+{
+    if (!ctx || !opts || !out || opts->size < OPTIONS_V1_SIZE)
+        return WEIR_EINVAL;
+    weir_redis_options o;
+    weir_redis_options_init(&o);
+    memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
+    o.size = sizeof(o);
+    if ((!o.host && !o.unix_path) || !field_ok(o.host) || !field_ok(o.unix_path) ||
+        !field_ok(o.user) || !field_ok(o.password) || (o.user && !o.password) ||
+        (!o.unix_path && (o.port < 1 || o.port > 65535)) || o.db < 0 || o.db > MAX_DB ||
+        o.timeout_us < 0 || o.connect_timeout_us < 0 || o.batch_window_us < 0 ||
+        o.breaker_window_us < 0 || o.breaker_cooldown_us < 0)
+        return WEIR_EINVAL;
+    if (o.timeout_us == 0)
+        o.timeout_us = DEFAULT_TIMEOUT_US;
+    if (o.connect_timeout_us == 0)
+        o.connect_timeout_us = DEFAULT_CONNECT_TIMEOUT_US;
+    if (o.batch_window_us > o.timeout_us)
+        return WEIR_EINVAL;
+    if (o.breaker_failures == 0)
+        o.breaker_failures = DEFAULT_BREAKER_FAILURES;
+    if (o.breaker_window_us == 0)
+        o.breaker_window_us = DEFAULT_BREAKER_WINDOW_US;
+    if (o.breaker_cooldown_us == 0)
+        o.breaker_cooldown_us = DEFAULT_BREAKER_COOLDOWN_US;
+
+    redis_store *rs = weir__calloc(ctx, 1, sizeof(*rs));
+    if (!rs)
+        return WEIR_ENOMEM;
+    rs->base.ops = &redis_ops;
+    rs->base.ctx = ctx;
+    rs->o = o;
+    if (!copy_strings(rs, &o)) {
+        weir__free(ctx, rs);
+        return WEIR_ENOMEM;
+    }
+    breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
+    *out = &rs->base;
+    return WEIR_OK;
+}
+
+/* ------------------------------------------------------------ start-up check */
+
+/* A reply that is an error: a configuration error, reported as such. */
+static weir_status refused(redisReply *r, const char *what, char *msg, size_t cap)
+{
+    snprintf(msg, cap, "Redis refused %s: %.200s", what, r ? r->str : "no reply");
+    freeReplyObject(r);
+    return WEIR_EINVAL;
+}
+
+weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
+{
+    if (!is_redis(store) || !msg || cap == 0)
+        return WEIR_EINVAL;
+    redis_store *rs = (redis_store *)store;
+    const weir_redis_options *o = &rs->o;
+    struct timeval tv = {(time_t)(o->connect_timeout_us / 1000000),
+                         (suseconds_t)(o->connect_timeout_us % 1000000)};
+    redisContext *c = o->unix_path ? redisConnectUnixWithTimeout(o->unix_path, tv)
+                                   : redisConnectWithTimeout(o->host, o->port, tv);
+    if (!c || c->err) {
+        const char *why = c ? c->errstr : "out of memory";
+        if (o->unix_path)
+            snprintf(msg, cap, "cannot reach Redis at %s: %s", o->unix_path, why);
+        else
+            snprintf(msg, cap, "cannot reach Redis at %s:%d: %s", o->host, o->port, why);
+        redisFree(c);
+        return WEIR_EUNAVAIL;
+    }
+    redisSetTimeout(c, tv);
+    weir_status st = WEIR_OK;
+    redis_setup_cmd setup[2];
+    char dbbuf[16];
+    int n = redis_setup_cmds(rs, setup, dbbuf, sizeof(dbbuf));
+    for (int i = 0; i < n && st == WEIR_OK; i++) {
+        redisReply *r = redisCommandArgv(c, setup[i].argc, setup[i].argv, setup[i].argvlen);
+        if (!r) {
+            snprintf(msg, cap, "Redis did not answer: %s", c->errstr);
+            st = WEIR_EUNAVAIL;
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            st = refused(r, i == 0 && o->password ? "the credentials (AUTH)" : "the database", msg,
+                         cap);
+        } else {
+            freeReplyObject(r);
+        }
+    }
+    if (st == WEIR_OK) {
+        const char *load[3] = {"SCRIPT", "LOAD", weir__redis_script};
+        size_t load_len[3] = {6, 4, weir__redis_script_len};
+        redisReply *r = redisCommandArgv(c, 3, load, load_len);
+        if (!r) {
+            snprintf(msg, cap, "Redis did not answer: %s", c->errstr);
+            st = WEIR_EUNAVAIL;
+        } else if (r->type != REDIS_REPLY_STRING) {
+            st = refused(r, "the script (SCRIPT LOAD)", msg, cap);
+        } else {
+            snprintf(msg, cap, "Redis answers; script %.40s loaded", r->str);
+            freeReplyObject(r);
+        }
+    }
+    redisFree(c);
+    return st;
+}
+
+/* ------------------------------------------------------------ counters */
+
+weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out)
+{
+    if (!is_redis(store) || !out)
+        return WEIR_EINVAL;
+    redis_store *rs = (redis_store *)store;
+    out->breaker = breaker_state(&rs->br);
+    out->breaker_opened = atomic_load(&rs->br.opened);
+    out->connections = atomic_load(&rs->connections);
+    out->connects = atomic_load(&rs->connects);
+    out->connect_errors = atomic_load(&rs->connect_errors);
+    out->calls = atomic_load(&rs->calls);
+    out->batches = atomic_load(&rs->batches);
+    out->timeouts = atomic_load(&rs->timeouts);
+    out->errors = atomic_load(&rs->errors);
+    out->rejected = atomic_load(&rs->rejected);
+    out->script_reloads = atomic_load(&rs->script_reloads);
+    out->cached = atomic_load(&rs->cached);
+    return WEIR_OK;
+}

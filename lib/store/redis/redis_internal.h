@@ -1,0 +1,52 @@
+/*
+ * redis_internal.h - the Redis store's parts: the store (redis.c: options,
+ * the breaker, counters) and its sessions (conn.c: one connection per
+ * event loop, the calls in flight, timeouts, reconnects).
+ */
+#ifndef WEIR_STORE_REDIS_INTERNAL_H
+#define WEIR_STORE_REDIS_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "store/redis/breaker.h"
+#include "store/store.h"
+#include "weir/redis.h"
+
+typedef struct redis_store {
+    weir_store base;
+    weir_redis_options o; /* strings point into `strings` */
+    char *strings;
+    breaker br;
+    /* counters (weir_redis_stats), relaxed: each exact, the set a snapshot */
+    _Atomic uint64_t connections, connects, connect_errors, calls, batches, timeouts, errors,
+        rejected, script_reloads, cached;
+} redis_store;
+
+/* Monotonic microseconds: timeouts and the breaker run on real time,
+ * whatever clock decisions are made at. */
+int64_t redis_mono_us(void);
+
+/* conn.c: the session entries of the store's table. */
+weir_status redis_session_new(weir_store *s, const weir_loop_adapter *loop,
+                              weir_store_session **out);
+weir_status redis_session_submit(weir_store_session *ss, weir_op *ops, size_t n, int64_t now_us,
+                                 unsigned flags, weir_store_cb cb, void *arg);
+void redis_session_free(weir_store_session *ss);
+
+/* The commands a new connection sends first, synchronous or not: AUTH and
+ * SELECT when configured. Fills up to 2 commands of up to 3 arguments;
+ * returns how many. */
+typedef struct redis_setup_cmd {
+    int argc;
+    const char *argv[3];
+    size_t argvlen[3];
+} redis_setup_cmd;
+int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap);
+
+static inline void redis_count(_Atomic uint64_t *c, uint64_t d)
+{
+    atomic_fetch_add_explicit(c, d, memory_order_relaxed);
+}
+
+#endif /* WEIR_STORE_REDIS_INTERNAL_H */

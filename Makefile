@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-redis format format-check clean
 
 all: build
 
@@ -84,6 +84,11 @@ bench-late: deps
 	    -DWEIR_WERROR=$(WERROR) >/dev/null
 	$(CMAKE) --build build-bench -j $(JOBS) --target weir
 	WEIR_BIN=build-bench/weir bench/late.sh
+
+# weir on one local Redis against one token-bucket EVALSHA per descriptor:
+# Redis CPU per decision, throughput, latency (bench/redis.sh).
+bench-redis: build
+	bench/redis.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

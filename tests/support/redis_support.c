@@ -102,11 +102,24 @@ static pid_t spawn(const char *server, const redis_server *rs, const char *const
     char port[16], log[160];
     snprintf(port, sizeof(port), "%d", rs->port);
     snprintf(log, sizeof(log), "%s/redis.log", rs->dir);
-    const char *argv[24 + MAX_EXTRA] = {
-        "redis-server", "--port", port, "--bind", "127.0.0.1", "--unixsocket", rs->sock,
-        "--unixsocketperm", "700", "--dir", rs->dir, "--logfile", log, "--save", "",
-        "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes"};
-    size_t n = 21;
+    /* loopback only; no persistence; the log in the directory */
+    const char *const opts[][2] = {{"--port", port},
+                                   {"--bind", "127.0.0.1"},
+                                   {"--unixsocket", rs->sock},
+                                   {"--unixsocketperm", "700"},
+                                   {"--dir", rs->dir},
+                                   {"--logfile", log},
+                                   {"--save", ""},
+                                   {"--appendonly", "no"},
+                                   {"--daemonize", "no"},
+                                   {"--protected-mode", "yes"}};
+    const char *argv[2 + 2 * sizeof(opts) / sizeof(opts[0]) + MAX_EXTRA];
+    size_t n = 0;
+    argv[n++] = "redis-server";
+    for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++) {
+        argv[n++] = opts[i][0];
+        argv[n++] = opts[i][1];
+    }
     for (size_t i = 0; extra && extra[i]; i++) {
         assert_true(i < MAX_EXTRA);
         argv[n++] = extra[i];

@@ -68,6 +68,7 @@ typedef struct rsession {
     void *watch;
     unsigned watch_events;
     conn_state state;
+    bool fcall; /* the script is a function library: FCALL, else EVALSHA */
     char sha[41];
     /* batches waiting for the next call, oldest first */
     rbatch *q_head, *q_tail;
@@ -362,15 +363,32 @@ static void on_disconnected(const redisAsyncContext *ac, int status)
     drop(ss, true);
 }
 
-/* The replies to the set-up commands: AUTH, SELECT, SCRIPT LOAD. The last
- * one brings the connection up. */
+static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+/* What a set-up reply answers: AUTH or SELECT, or loading the script. */
+static char SETUP_AUTH, SETUP_FUNCTION, SETUP_SCRIPT;
+
+static void send_load(rsession *ss, bool function)
+{
+    redis_setup_cmd load;
+    redis_load_cmd(ss->rs, function, &load);
+    redisAsyncCommandArgv(ss->ac, on_setup_reply, function ? &SETUP_FUNCTION : &SETUP_SCRIPT,
+                          load.argc, load.argv, load.argvlen);
+}
+
+/* The replies to the set-up commands: AUTH, SELECT, then FUNCTION LOAD
+ * (or, where refused, SCRIPT LOAD), whose answer brings the connection
+ * up. */
 static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     rsession *ss = ac->data;
     redisReply *reply = r;
-    bool last = privdata != NULL;
     if (!reply || ss->ac != ac)
         return; /* the connection is going; drop() handles it */
+    if (reply->type == REDIS_REPLY_ERROR && privdata == &SETUP_FUNCTION) {
+        send_load(ss, false); /* no functions here (Redis 6, an ACL): a script */
+        return;
+    }
     if (reply->type == REDIS_REPLY_ERROR) {
         weir__log(ss->rs->base.ctx, WEIR_LOG_ERROR,
                   "event=redis_setup_refused error=\"%.200s\"; check the credentials and the "
@@ -379,22 +397,26 @@ static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
         drop(ss, true);
         return;
     }
-    if (!last)
+    if (privdata == &SETUP_AUTH)
         return;
-    if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-        weir__log(ss->rs->base.ctx, WEIR_LOG_ERROR, "event=redis_script_load_failed");
-        drop(ss, true);
-        return;
+    ss->fcall = privdata == &SETUP_FUNCTION;
+    if (!ss->fcall) {
+        if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+            weir__log(ss->rs->base.ctx, WEIR_LOG_ERROR, "event=redis_script_load_failed");
+            drop(ss, true);
+            return;
+        }
+        memcpy(ss->sha, reply->str, 40);
+        ss->sha[40] = '\0';
     }
-    memcpy(ss->sha, reply->str, 40);
-    ss->sha[40] = '\0';
     ss->state = S_UP;
     ss->backoff_us = 0;
     timer_cancel(ss, &ss->connect_timer);
     ss->counted_up = true;
     redis_count(&ss->rs->connections, 1);
     redis_count(&ss->rs->connects, 1);
-    weir__log(ss->rs->base.ctx, WEIR_LOG_INFO, "event=redis_connected");
+    weir__log(ss->rs->base.ctx, WEIR_LOG_INFO, "event=redis_connected calls=%s",
+              ss->fcall ? "FCALL" : "EVALSHA");
     if (ss->q_head)
         arm_flush(ss, 0);
 }
@@ -438,11 +460,9 @@ static void connect_now(rsession *ss)
     char dbbuf[16];
     int n = redis_setup_cmds(ss->rs, setup, dbbuf, sizeof(dbbuf));
     for (int i = 0; i < n; i++)
-        redisAsyncCommandArgv(ac, on_setup_reply, NULL, setup[i].argc, setup[i].argv,
+        redisAsyncCommandArgv(ac, on_setup_reply, &SETUP_AUTH, setup[i].argc, setup[i].argv,
                               setup[i].argvlen);
-    const char *load[3] = {"SCRIPT", "LOAD", weir__redis_script};
-    size_t load_len[3] = {6, 4, weir__redis_script_len};
-    redisAsyncCommandArgv(ac, on_setup_reply, ss, 3, load, load_len);
+    send_load(ss, true);
     ss->connect_timer = background_timer(ss, o->connect_timeout_us, on_connect_timer, ss);
 }
 
@@ -476,7 +496,8 @@ static bool argv_reserve(rsession *ss, size_t nb, size_t nops)
 
 static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata);
 
-/* Send @c (its batches set) as EVALSHA, or EVAL with the source. */
+/* Send @c (its batches set) as FCALL, or EVALSHA, or EVAL with the
+ * source (@eval, after NOSCRIPT). */
 static bool send_call(rsession *ss, rcall *c, bool eval)
 {
     size_t nb = 0, nops = 0;
@@ -491,10 +512,16 @@ static bool send_call(rsession *ss, rcall *c, bool eval)
     size_t i = 0;
     for (rbatch *b = c->batches; b; b = b->next)
         stack[i++] = b->b;
-    size_t argc = eval ? weir__redis_encode("EVAL", 4, weir__redis_script, weir__redis_script_len,
-                                            stack, nb, ss->argv, ss->argvlen, ss->numbuf)
-                       : weir__redis_encode("EVALSHA", 7, ss->sha, 40, stack, nb, ss->argv,
-                                            ss->argvlen, ss->numbuf);
+    size_t argc;
+    if (ss->fcall)
+        argc = weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION, strlen(WEIR__REDIS_FUNCTION),
+                                  stack, nb, ss->argv, ss->argvlen, ss->numbuf);
+    else if (eval)
+        argc = weir__redis_encode("EVAL", 4, weir__redis_script, weir__redis_script_len, stack, nb,
+                                  ss->argv, ss->argvlen, ss->numbuf);
+    else
+        argc = weir__redis_encode("EVALSHA", 7, ss->sha, 40, stack, nb, ss->argv, ss->argvlen,
+                                  ss->numbuf);
     if (redisAsyncCommandArgv(ss->ac, on_call_reply, c, (int)argc, ss->argv, ss->argvlen) !=
         REDIS_OK)
         return false;
@@ -569,9 +596,12 @@ static void unlink_head(rsession *ss, rcall *c)
         }
 }
 
-static bool is_noscript(const redisReply *r)
+/* The script is gone: SCRIPT FLUSH, FUNCTION FLUSH or DELETE, or a
+ * restart that kept the connection's place. */
+static bool script_gone(const redisReply *r)
 {
-    return r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0;
+    return r->type == REDIS_REPLY_ERROR && ((r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) ||
+                                            strstr(r->str, "Function not found") != NULL);
 }
 
 static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
@@ -587,11 +617,17 @@ static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
     }
     rbatch *list = c->batches;
     bool probe = list_has_probe(list);
-    if (reply && is_noscript(reply) && ss->ac) {
-        /* SCRIPT FLUSH or a restart: send it again with the source, which
-         * loads it again for the calls after */
+    if (reply && script_gone(reply) && ss->ac) {
+        /* load it again (a function library before the call, in order on
+         * the connection; a script by sending the call with its source)
+         * and send the call again: no decision fails */
         redis_count(&ss->rs->script_reloads, 1);
         weir__log(ss->rs->base.ctx, WEIR_LOG_INFO, "event=redis_script_reload");
+        if (ss->fcall) {
+            redis_setup_cmd load;
+            redis_load_cmd(ss->rs, true, &load);
+            redisAsyncCommandArgv(ss->ac, NULL, NULL, load.argc, load.argv, load.argvlen);
+        }
         if (send_call(ss, c, true))
             return;
     }

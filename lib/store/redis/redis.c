@@ -86,6 +86,17 @@ int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf,
     return n;
 }
 
+void redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out)
+{
+    if (function) {
+        *out = (redis_setup_cmd){
+            4, {"FUNCTION", "LOAD", "REPLACE", rs->library}, {8, 4, 7, rs->library_len}};
+    } else {
+        *out = (redis_setup_cmd){
+            3, {"SCRIPT", "LOAD", weir__redis_script, NULL}, {6, 4, weir__redis_script_len, 0}};
+    }
+}
+
 /* ------------------------------------------------------------ the table */
 
 static weir_status r_submit(weir_store *s, weir_op *ops, size_t n, int64_t now_us, unsigned flags,
@@ -101,6 +112,7 @@ static void r_destroy(weir_store *s)
     redis_store *rs = (redis_store *)s;
     weir_ctx *ctx = s->ctx;
     weir__free(ctx, rs->strings);
+    weir__free(ctx, rs->library);
     weir__free(ctx, rs);
 }
 
@@ -183,10 +195,16 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     rs->base.ops = &redis_ops;
     rs->base.ctx = ctx;
     rs->o = o;
-    if (!copy_strings(rs, &o)) {
+    size_t head = strlen(WEIR__REDIS_LIBRARY_HEAD);
+    rs->library_len = head + weir__redis_script_len;
+    rs->library = weir__malloc(ctx, rs->library_len + 1);
+    if (!rs->library || !copy_strings(rs, &o)) {
+        weir__free(ctx, rs->library);
         weir__free(ctx, rs);
         return WEIR_ENOMEM;
     }
+    memcpy(rs->library, WEIR__REDIS_LIBRARY_HEAD, head);
+    memcpy(rs->library + head, weir__redis_script, weir__redis_script_len + 1);
     breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
     *out = &rs->base;
     return WEIR_OK;
@@ -238,19 +256,24 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
             freeReplyObject(r);
         }
     }
-    if (st == WEIR_OK) {
-        const char *load[3] = {"SCRIPT", "LOAD", weir__redis_script};
-        size_t load_len[3] = {6, 4, weir__redis_script_len};
-        redisReply *r = redisCommandArgv(c, 3, load, load_len);
+    for (int function = 1; st == WEIR_OK && function >= 0; function--) {
+        redis_setup_cmd load;
+        redis_load_cmd(rs, function, &load);
+        redisReply *r = redisCommandArgv(c, load.argc, load.argv, load.argvlen);
         if (!r) {
             snprintf(msg, cap, "Redis did not answer: %s", c->errstr);
             st = WEIR_EUNAVAIL;
+        } else if (r->type == REDIS_REPLY_ERROR && function) {
+            freeReplyObject(r); /* no functions here: a script, then */
+            continue;
         } else if (r->type != REDIS_REPLY_STRING) {
             st = refused(r, "the script (SCRIPT LOAD)", msg, cap);
         } else {
-            snprintf(msg, cap, "Redis answers; script %.40s loaded", r->str);
+            snprintf(msg, cap, "Redis answers; %s %s loaded", function ? "function" : "script",
+                     r->str);
             freeReplyObject(r);
         }
+        break;
     }
     redisFree(c);
     return st;

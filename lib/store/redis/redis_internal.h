@@ -7,6 +7,7 @@
 #define WEIR_STORE_REDIS_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "store/redis/breaker.h"
@@ -17,6 +18,9 @@ typedef struct redis_store {
     weir_store base;
     weir_redis_options o; /* strings point into `strings` */
     char *strings;
+    /* the script as a Redis 7 function library: its head, then the source */
+    char *library;
+    size_t library_len;
     breaker br;
     /* counters (weir_redis_stats), relaxed: each exact, the set a snapshot */
     _Atomic uint64_t connections, connects, connect_errors, calls, batches, timeouts, errors,
@@ -39,10 +43,15 @@ void redis_session_free(weir_store_session *ss);
  * returns how many. */
 typedef struct redis_setup_cmd {
     int argc;
-    const char *argv[3];
-    size_t argvlen[3];
+    const char *argv[4];
+    size_t argvlen[4];
 } redis_setup_cmd;
 int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap);
+
+/* Loading the script: as a function library (FUNCTION LOAD REPLACE, Redis
+ * 7: set up once, called with FCALL), or, where that is refused (an older
+ * Redis, an ACL without FUNCTION), as a script (SCRIPT LOAD, EVALSHA). */
+void redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out);
 
 static inline void redis_count(_Atomic uint64_t *c, uint64_t d)
 {

@@ -54,9 +54,18 @@ them, and decided in ticks of d = gcd(unit, 1000) ns counted from now, so
 the numbers held are bounded by the capacity in ticks.
 ]]
 
-local tonumber, type, floor, unpack, pairs = tonumber, type, math.floor, unpack, pairs
-local spack, sunpack = struct.pack, struct.unpack
-local ssub, srep, sfmt = string.sub, string.rep, string.format
+-- Lua's own functions, bound at the first call (a library being loaded
+-- sees no globals but `redis`).
+local tonumber, type, floor, unpack, pairs, tostring
+local spack, sunpack, ssub, srep, sfmt
+
+local function bind()
+    local G = _G
+    tonumber, type, floor, unpack = G.tonumber, G.type, G.math.floor, G.unpack
+    pairs, tostring = G.pairs, G.tostring
+    spack, sunpack = G.struct.pack, G.struct.unpack
+    ssub, srep, sfmt = G.string.sub, G.string.rep, G.string.format
+end
 
 local OK, EINVAL, ENOLEASE, EALGO = 0, -1, -4, -9
 local P51, P52, P53 = 2251799813685248, 4503599627370496, 9007199254740992
@@ -174,7 +183,7 @@ local Keys, Argv, rcall, rpcall, out
 
 -- String states, read once per call: later ops on the key (an atomic
 -- batch's charge after its check, the same key twice) reuse what was read
--- or written. A key of another type reads as absent (false).
+-- or written. A key of another type, or none, reads as false.
 local cache
 
 local function sget(key)
@@ -196,13 +205,25 @@ end
 -- is if the clock ticks during the command; PSETEX never deletes.)
 local expire
 
--- A TTL in milliseconds, as text: a number's own conversion to an argument
--- may use an exponent, which Redis does not take for an integer.
+-- A TTL in milliseconds. Redis turns a number argument into text with an
+-- exponent past 7 trailing zeros (7.2's shortest form), which it does not
+-- take for an integer: from 10^8 ms on, the number goes as text.
 local function ttl_ms(reset_us)
-    return sfmt('%d', cdiv(reset_us, 1000))
+    local ms = cdiv(reset_us, 1000)
+    return ms < 100000000 and ms or sfmt('%d', ms)
 end
 
+-- An atomic batch's first pass decides its TAKEs with `write` set when a
+-- TAKE is its key's only op and the state is a string: the write is kept
+-- here, and made by the second pass if every TAKE admits (the decision is
+-- the charge's already). Keyed by key, as such a key is the op's alone.
+local planning, planned, planned_ttl
+
 local function sset(key, v, reset_us)
+    if planning then
+        planned[key], planned_ttl[key] = v, ttl_ms(reset_us)
+        return
+    end
     rcall('PSETEX', key, ttl_ms(reset_us), v)
     cache[key] = v
     expire[key] = nil
@@ -252,7 +273,8 @@ local function bucket(key, algo, a, now, hits, write)
     local v = sget(key)
     if v and #v == 17 then
         local tag, l, t = sunpack('<Bdd', v)
-        if tag == algo and int_in(l, 0, cap) and int_in(t, 0, P52) then
+        if tag == algo and l >= 0 and l <= cap and l == floor(l) and t >= 0 and t <= P52 and
+            t == floor(t) then
             level, last = l, t
         end
     end
@@ -375,7 +397,8 @@ local function fixed(key, algo, a, now, hits, write)
     local v = sget(key)
     if v and #v == 17 then
         local tag, x, y = sunpack('<Bdd', v)
-        if tag == 5 and int_in(x, 0, P52) and x * window <= P52 and int_in(y, 0, limit) then
+        if tag == 5 and x >= 0 and x * window <= P52 and x == floor(x) and y >= 0 and
+            y <= limit and y == floor(y) then
             w, count = x, y
         end
     end
@@ -728,35 +751,39 @@ local function release(key, a, now, id)
     return OK, 1, limit, held >= limit and 0 or limit - held, reset, 0, 0, 0
 end
 
-local FAMILY = {bucket, gcra, bucket, bucket, fixed, slog, counter, conc}
-
 ---------------------------------------------------------------- batches
 
 local FAMILY = {['1'] = bucket, ['2'] = gcra, ['3'] = bucket, ['4'] = bucket, ['5'] = fixed,
                 ['6'] = slog, ['7'] = counter, ['8'] = conc}
+local NUM = {['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
+             ['8'] = 8}
+-- the algorithms whose state is a string (sget/sset)
+local STRING = {['1'] = true, ['2'] = true, ['3'] = true, ['4'] = true, ['5'] = true,
+                ['7'] = true}
 
-local function put(i, st, al, li, re, rs, rt, de, le)
-    local p = i * 8 - 6 -- out[1] is the time
-    out[p], out[p + 1], out[p + 2], out[p + 3] = st, al, li, re
-    out[p + 4], out[p + 5], out[p + 6], out[p + 7] = rs, rt, de, le
-end
-
--- Decide op i (its arguments from Argv[a]) with `hits`; charge it when
--- `write`. Returns its status and allowed.
+-- Decide op i (its arguments from Argv[a]) with `hits`, charging it when
+-- `write`, and put its result in the reply. Returns its status and allowed.
 local function decide(i, a, now, hits, write)
     local algo = Argv[a + 3]
     local f = FAMILY[algo]
+    local p = i * 8 - 6 -- out[1] is the time
+    local st, al, li, re, rs, rt, de, le
     if not f then
-        put(i, EINVAL, 0, 0, 0, 0, 0, 0, 0)
-        return EINVAL, 0
+        st, al, li, re, rs, rt, de, le = EINVAL, 0, 0, 0, 0, 0, 0, 0
+    elseif Argv[a + 4] == '0' then -- a ban: weir__ban_result()
+        st, al, li, re, rs, rt, de, le = OK, 0, 0, 0, 0, -1, 0, 0
+    else
+        st, al, li, re, rs, rt, de, le = f(Keys[i], NUM[algo], a, now, hits, write)
     end
-    if Argv[a + 4] == '0' then -- a ban: weir__ban_result()
-        put(i, OK, 0, 0, 0, 0, -1, 0, 0)
-        return OK, 0
-    end
-    local st, al, li, re, rs, rt, de, le = f(Keys[i], tonumber(algo), a, now, hits, write)
-    put(i, st, al, li, re, rs, rt, de, le)
+    out[p], out[p + 1], out[p + 2], out[p + 3] = st, al, li, re
+    out[p + 4], out[p + 5], out[p + 6], out[p + 7] = rs, rt, de, le
     return st, al
+end
+
+local function fail(i, st)
+    local p = i * 8 - 6
+    out[p], out[p + 1], out[p + 2], out[p + 3] = st, 0, 0, 0
+    out[p + 4], out[p + 5], out[p + 6], out[p + 7] = 0, 0, 0, 0
 end
 
 -- An op of an independent batch: decided and charged on its own.
@@ -765,62 +792,94 @@ local function run_one(i, a, now)
     if kind == '0' or kind == '1' then
         decide(i, a, now, tonumber(Argv[a + 1]), kind == '0')
     elseif kind ~= '2' or not FAMILY[Argv[a + 3]] then
-        put(i, EINVAL, 0, 0, 0, 0, 0, 0, 0)
+        fail(i, EINVAL)
     elseif Argv[a + 3] ~= '8' then
-        put(i, EALGO, 0, 0, 0, 0, 0, 0, 0)
+        fail(i, EALGO)
     elseif Argv[a + 4] == '0' then
-        put(i, ENOLEASE, 0, 0, 0, 0, 0, 0, 0)
+        fail(i, ENOLEASE)
     else
-        put(i, release(Keys[i], a, now, tonumber(Argv[a + 2])))
+        local p = i * 8 - 6
+        out[p], out[p + 1], out[p + 2], out[p + 3], out[p + 4], out[p + 5], out[p + 6], out[p + 7] =
+            release(Keys[i], a, now, tonumber(Argv[a + 2]))
     end
 end
 
 -- An atomic batch of n ops from op i0 (arguments from Argv[a0]): every op
 -- decided first, a key's TAKEs with the hits of its earlier TAKEs; all the
 -- TAKEs charged in order if all admit, else none (those that would have
--- admitted report a look with no hits). A RELEASE fails the whole batch.
+-- admitted report a look with no hits). A RELEASE, or an op the memory
+-- store would refuse, fails the whole batch with nothing charged.
 local function run_atomic(i0, a0, n, now)
+    local ops = n > 1 and {} or nil -- ops per key
     for j = 0, n - 1 do
         local kind = Argv[a0 + 11 * j]
-        if kind ~= '0' and kind ~= '1' then
+        if kind ~= '0' and kind ~= '1' or not FAMILY[Argv[a0 + 11 * j + 3]] then
             for jj = 0, n - 1 do
-                put(i0 + jj, EINVAL, 0, 0, 0, 0, 0, 0, 0)
+                fail(i0 + jj, EINVAL)
             end
             return
         end
+        if ops then
+            local key = Keys[i0 + j]
+            ops[key] = (ops[key] or 0) + 1
+        end
     end
-    local sums = n > 1 and {} or nil
+    local sums = ops and {} -- the hits of a key's TAKEs so far
     local denied = false
+    if not planned then
+        planned, planned_ttl = {}, {}
+    end
+    planning = true
     for j = 0, n - 1 do
         local i, a = i0 + j, a0 + 11 * j
-        local take = Argv[a] == '0'
+        local key, take = Keys[i], Argv[a] == '0'
         local hits = tonumber(Argv[a + 1])
         if sums and take then
-            local before = sums[Keys[i]]
+            local before = sums[key]
             if before then
                 hits = hits + before
             end
-            sums[Keys[i]] = hits
+            sums[key] = hits
         end
-        local st, al = decide(i, a, now, hits, false)
+        local plan = take and (not ops or ops[key] == 1) and STRING[Argv[a + 3]] or false
+        local st, al = decide(i, a, now, hits, plan)
         if st == OK and take and al == 0 then
             denied = true
         end
     end
+    planning = false
+    -- The second pass: an op alone on its key has its result already (a
+    -- string state's charge was planned: write it, or forget it); the
+    -- others are decided again, in order, as they are charged.
     for j = 0, n - 1 do
         local i, a = i0 + j, a0 + 11 * j
-        local take = Argv[a] == '0'
-        if not denied then
+        local key, take = Keys[i], Argv[a] == '0'
+        local alone = not ops or ops[key] == 1
+        if take and alone and STRING[Argv[a + 3]] then
+            local v = planned[key]
+            if v then
+                if not denied then
+                    rcall('PSETEX', key, planned_ttl[key], v)
+                    cache[key], expire[key] = v, nil
+                end
+                planned[key] = nil
+            end
+        elseif not denied and (take or not alone) then
             decide(i, a, now, tonumber(Argv[a + 1]), take)
-        elseif take and out[i * 8 - 6] == OK and out[i * 8 - 5] == 1 then
+        end
+        if denied and take and out[i * 8 - 6] == OK and out[i * 8 - 5] == 1 then
             decide(i, a, now, 0, false)
         end
     end
 end
 
 local function main(keys, argv)
+    if not floor then
+        bind()
+    end
     Keys, Argv, rcall, rpcall = keys, argv, redis.call, redis.pcall
-    out, cache, expire = {0, 0, 0, 0, 0, 0, 0, 0, 0}, {}, {}
+    out, cache, expire = {0}, {}, {}
+    planning, planned, planned_ttl = false, nil, nil
     if argv[1] ~= '1' then
         return redis.error_reply('weir: unknown wire format ' .. tostring(argv[1]))
     end
@@ -852,9 +911,6 @@ local function main(keys, argv)
         rcall('PEXPIRE', key, reset > 1000 and ttl_ms(reset) or '2')
     end
     out[1] = clock or 0
-    for p = i * 8 - 6, 9 do -- fewer ops than out started with room for
-        out[p] = nil
-    end
     return out
 end
 

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -55,21 +56,43 @@
 static redis_server g_srv;
 static redisContext *g_c;
 static char g_sha[41];
+static bool g_fcall; /* call the function library, not the script */
 
 /* ------------------------------------------------------------------ setup */
+
+/* A group setup that fails is not torn down: stop the server first. */
+static void setup_check(bool ok, const char *what, const redisReply *r)
+{
+    if (ok)
+        return;
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s: %s", what, r && r->str ? r->str : "no reply");
+    if (g_c)
+        redisFree(g_c);
+    g_c = NULL;
+    redis_stop(&g_srv);
+    fail_msg("%s", msg);
+}
 
 static int group_setup(void **unused)
 {
     (void)unused;
     redis_start(&g_srv, NULL, NULL);
     g_c = redis_connect(&g_srv);
-    redisReply *r = redisCommand(g_c, "SCRIPT LOAD %b", weir__redis_script,
-                                 (size_t)weir__redis_script_len);
-    assert_non_null(r);
-    if (r->type != REDIS_REPLY_STRING)
-        fail_msg("SCRIPT LOAD: %s", r->str ? r->str : "?");
-    assert_int_equal(r->len, 40);
+    redisReply *r =
+        redisCommand(g_c, "SCRIPT LOAD %b", weir__redis_script, (size_t)weir__redis_script_len);
+    setup_check(r && r->type == REDIS_REPLY_STRING && r->len == 40, "SCRIPT LOAD", r);
     memcpy(g_sha, r->str, 41);
+    freeReplyObject(r);
+    /* and the same source as a function library */
+    size_t head = strlen(WEIR__REDIS_LIBRARY_HEAD);
+    char *lib = malloc(head + weir__redis_script_len);
+    assert_non_null(lib);
+    memcpy(lib, WEIR__REDIS_LIBRARY_HEAD, head);
+    memcpy(lib + head, weir__redis_script, weir__redis_script_len);
+    r = redisCommand(g_c, "FUNCTION LOAD REPLACE %b", lib, head + weir__redis_script_len);
+    free(lib);
+    setup_check(r && r->type == REDIS_REPLY_STRING, "FUNCTION LOAD", r);
     freeReplyObject(r);
     return 0;
 }
@@ -147,7 +170,14 @@ static weir_status script_call(weir__redis_batch *b, size_t nb, bool persist, in
     size_t *argvlen = calloc(argc, sizeof(*argvlen));
     char *num = malloc(weir__redis_numbuf_size(nb, nops));
     assert_true(argv && argvlen && num);
-    assert_int_equal(weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, argv, argvlen, num), argc);
+    if (g_fcall)
+        assert_int_equal(weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION,
+                                            strlen(WEIR__REDIS_FUNCTION), b, nb, argv, argvlen,
+                                            num),
+                         argc);
+    else
+        assert_int_equal(weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, argv, argvlen, num),
+                         argc);
 
     redisReply *r, *whole = NULL;
     if (!persist) {
@@ -158,9 +188,9 @@ static weir_status script_call(weir__redis_batch *b, size_t nb, bool persist, in
         assert_int_equal(redisAppendCommandArgv(g_c, (int)argc, argv, argvlen), REDIS_OK);
         for (size_t j = 0; j < nb; j++)
             for (size_t i = 0; i < b[j].n; i++)
-                assert_int_equal(redisAppendCommand(g_c, "PERSIST %b", b[j].ops[i].key,
-                                                    b[j].ops[i].key_len),
-                                 REDIS_OK);
+                assert_int_equal(
+                    redisAppendCommand(g_c, "PERSIST %b", b[j].ops[i].key, b[j].ops[i].key_len),
+                    REDIS_OK);
         assert_int_equal(redisAppendCommand(g_c, "EXEC"), REDIS_OK);
         for (size_t i = 0; i < 2 + nops; i++) {
             void *q;
@@ -188,7 +218,11 @@ static weir_status script_call(weir__redis_batch *b, size_t nb, bool persist, in
 static weir_op one(const char *key, const weir_limit *lim, weir_op_kind kind, int64_t now,
                    uint64_t hits, uint64_t lease)
 {
-    weir_op op = {.key = key, .key_len = strlen(key), .limit = lim, .hits = hits, .lease = lease,
+    weir_op op = {.key = key,
+                  .key_len = strlen(key),
+                  .limit = lim,
+                  .hits = hits,
+                  .lease = lease,
                   .kind = kind};
     weir__redis_batch b = {&op, 1, now, 0};
     assert_int_equal(script_call(&b, 1, true, NULL), WEIR_OK);
@@ -347,8 +381,7 @@ static void compare(const char *trace, uint64_t seed, size_t step, const weir__r
                   (long long)l->unit, (long long)l->rate, (long long)l->capacity);
     print_result("C", want->st, &want->r);
     print_result("script", op->status, &op->result);
-    fail_msg("the script and the C step functions disagree (seed %llu)",
-             (unsigned long long)seed);
+    fail_msg("the script and the C step functions disagree (seed %llu)", (unsigned long long)seed);
 }
 
 /* Run a call's batches through the C side and the script; compare all. */
@@ -381,15 +414,19 @@ typedef struct gstep {
     weir_status st;
 } gstep;
 
-#define NC -2 /* not checked */
+#define NC (-2) /* not checked */
 
 static void golden(const char *name, weir_limit lim, int64_t start, const gstep *steps, size_t n)
 {
     tkey k;
     key_init(&k, name, lim);
     for (size_t s = 0; s < n; s++) {
-        weir_op op = {.key = k.name, .key_len = strlen(k.name), .limit = &k.lim,
-                      .hits = steps[s].hits, .lease = steps[s].lease, .kind = steps[s].kind};
+        weir_op op = {.key = k.name,
+                      .key_len = strlen(k.name),
+                      .limit = &k.lim,
+                      .hits = steps[s].hits,
+                      .lease = steps[s].lease,
+                      .kind = steps[s].kind};
         weir__redis_batch b = {&op, 1, start + steps[s].at, 0};
         both(name, 0, s, &k, 1, &b, 1);
         const gstep *g = &steps[s];
@@ -412,8 +449,10 @@ static void golden(const char *name, weir_limit lim, int64_t start, const gstep 
     key_fini(&k);
 }
 
-#define TAKE(at, hits, ok, rem, retry, reset) \
-    {(at), WEIR_OP_TAKE, (hits), 0, (ok), (rem), (retry), (reset), 0, NC, WEIR_OK}
+#define TAKE(at, hits, ok, rem, retry, reset)                                        \
+    {                                                                                \
+        (at), WEIR_OP_TAKE, (hits), 0, (ok), (rem), (retry), (reset), 0, NC, WEIR_OK \
+    }
 
 /* docs/ALGORITHMS.md's worked examples */
 static void golden_token_bucket(void **unused)
@@ -498,16 +537,15 @@ static void golden_sliding_counter(void **unused)
     s[n++] = (gstep)TAKE(MIN + 15 * S, 1, 1, NC, 0, NC);
     s[n++] = (gstep)TAKE(MIN + 15 * S, 1, 0, NC, 3 * S, NC);
     s[n++] = (gstep)TAKE(MIN + 18 * S, 1, 1, 0, 0, NC);
-    golden("golden:sliding_window_counter", compile(WEIR_ALGO_SLIDING_COUNTER, 10, MIN), T0, s,
-           n);
+    golden("golden:sliding_window_counter", compile(WEIR_ALGO_SLIDING_COUNTER, 10, MIN), T0, s, n);
     /* 1,000,000 per day: the weighted count's products pass 2^53 */
     flushall();
     const int64_t mid = DAY + DAY / 2; /* the old day weighs 999999 / 2, rounded up */
     const gstep d[] = {TAKE(0, 999999, 1, 1, 0, 2 * DAY), TAKE(mid, 500000, 1, 0, 0, NC),
                        TAKE(mid, 1, 0, 0, 43201, NC), TAKE(mid + 43200, 1, 0, 0, 1, NC),
                        TAKE(mid + 43201, 1, 1, 0, 0, NC)};
-    golden("golden:sliding_counter_day", compile(WEIR_ALGO_SLIDING_COUNTER, 1000000, DAY), TDAY,
-           d, 5);
+    golden("golden:sliding_counter_day", compile(WEIR_ALGO_SLIDING_COUNTER, 1000000, DAY), TDAY, d,
+           5);
 }
 
 static void golden_concurrency(void **unused)
@@ -554,8 +592,7 @@ static void bans(void **unused)
             assert_int_equal(op.result.reset_after_us, 0);
         }
         weir_op op = one("ban", &lim, WEIR_OP_RELEASE, T0, 0, 1);
-        assert_int_equal(op.status,
-                         a == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO);
+        assert_int_equal(op.status, a == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO);
         assert_int_equal(integer_reply("EXISTS %s", "ban"), 0);
     }
 }
@@ -586,10 +623,10 @@ static weir_limit random_limit(test_rng *rng, weir_algorithm a)
 {
     static const uint64_t limits[] = {1, 1, 2, 3, 5, 7, 10, 60, 100, 1000, 999999, 1000000};
     static const uint64_t small[] = {1, 1, 2, 3, 4, 5, 7, 10, 32, 100};
-    static const uint64_t windows[] = {1,       3,       7,       1000, 999,        S,
-                                       7 * S,   MIN,     HOUR,    DAY,  30 * DAY,   YEAR,
-                                       10 * S,  S + 1,   3 * DAY, 100,  60 * HOUR};
-    static const uint64_t subs[] = {1, 1, 2, 3, 4, 5, 6, 10, 60};
+    static const uint64_t windows[] = {1,      3,     7,       1000, 999,      S,
+                                       7 * S,  MIN,   HOUR,    DAY,  30 * DAY, YEAR,
+                                       10 * S, S + 1, 3 * DAY, 100,  60 * HOUR};
+    static const uint64_t subs[] = {1, 1, 2, 3, 4, 5, 6, 10, 60, 1024};
     for (;;) {
         weir_limit_spec sp = {.algorithm = a};
         bool log_like = a == WEIR_ALGO_SLIDING_LOG || a == WEIR_ALGO_CONCURRENCY;
@@ -600,7 +637,7 @@ static weir_limit random_limit(test_rng *rng, weir_algorithm a)
         if (rng_below(rng, 3) == 0)
             sp.burst = 1 + rng_below(rng, 2 * (sp.limit ? sp.limit : 1) + 3);
         if (a == WEIR_ALGO_SLIDING_COUNTER) {
-            sp.sub_windows = (uint32_t)pick(rng, subs, 9);
+            sp.sub_windows = (uint32_t)pick(rng, subs, 10);
             if (sp.window_us % sp.sub_windows != 0)
                 continue;
         }
@@ -763,8 +800,8 @@ static void trace_init(trace *t, const char *name, weir_algorithm a, size_t nkey
     for (size_t k = 0; k < nkeys; k++) {
         char kn[48];
         snprintf(kn, sizeof(kn), "{%s}:%zu", name, k);
-        weir_algorithm ka = mixed ? (weir_algorithm)(1 + rng_below(&t->rng, WEIR_ALGORITHM_COUNT))
-                                  : a;
+        weir_algorithm ka =
+            mixed ? (weir_algorithm)(1 + rng_below(&t->rng, WEIR_ALGORITHM_COUNT)) : a;
         key_init(&t->keys[k], kn, random_limit(&t->rng, ka));
     }
     static const int64_t starts[] = {T0, T0, T0, 0, 5, P52 - 10 * S, T0 + 59 * S};
@@ -871,6 +908,15 @@ static void random_mixed(void **unused)
 {
     (void)unused;
     random_trace("random:mixed", WEIR_ALGO_TOKEN_BUCKET, 2 * CALLS, true);
+}
+
+/* The same source loaded as a function library, called with FCALL. */
+static void random_mixed_function(void **unused)
+{
+    (void)unused;
+    g_fcall = true;
+    random_trace("random:mixed_function", WEIR_ALGO_TOKEN_BUCKET, 2 * CALLS, true);
+    g_fcall = false;
 }
 
 /*
@@ -984,10 +1030,10 @@ static void atomic_denial_charges_nothing(void **unused)
     };
     weir__redis_batch b = {ops, 1, T0, 0};
     both("atomic", 0, 0, k, 2, &b, 1); /* fills "full" */
-    ops[0] = (weir_op){.key = k[0].name, .key_len = strlen(k[0].name), .limit = &k[0].lim,
-                       .hits = 1};
-    ops[1] = (weir_op){.key = k[1].name, .key_len = strlen(k[1].name), .limit = &k[1].lim,
-                       .hits = 1};
+    ops[0] =
+        (weir_op){.key = k[0].name, .key_len = strlen(k[0].name), .limit = &k[0].lim, .hits = 1};
+    ops[1] =
+        (weir_op){.key = k[1].name, .key_len = strlen(k[1].name), .limit = &k[1].lim, .hits = 1};
     b = (weir__redis_batch){ops, 2, T0 + S, WEIR_BATCH_ATOMIC};
     both("atomic", 0, 1, k, 2, &b, 1);
     assert_true(ops[0].result.allowed); /* a look: it would have been admitted */
@@ -1004,8 +1050,11 @@ static void atomic_denial_charges_nothing(void **unused)
     assert_int_equal(ops[1].result.retry_after_us, WEIR_NEVER); /* 2 > limit 1 */
     assert_int_equal(integer_reply("EXISTS %s", k[0].name), 0);
     /* a RELEASE fails the whole batch */
-    ops[2] = (weir_op){.key = k[0].name, .key_len = strlen(k[0].name), .limit = &k[0].lim,
-                       .kind = WEIR_OP_RELEASE, .lease = 1};
+    ops[2] = (weir_op){.key = k[0].name,
+                       .key_len = strlen(k[0].name),
+                       .limit = &k[0].lim,
+                       .kind = WEIR_OP_RELEASE,
+                       .lease = 1};
     ops[1] = ops[0];
     ops[1].kind = WEIR_OP_CHECK;
     b = (weir__redis_batch){ops, 3, T0 + 3 * S, WEIR_BATCH_ATOMIC};
@@ -1014,8 +1063,8 @@ static void atomic_denial_charges_nothing(void **unused)
         assert_int_equal(ops[i].status, WEIR_EINVAL);
     assert_int_equal(integer_reply("EXISTS %s", k[0].name), 0);
     /* all admitted: charged, in order */
-    ops[1] = (weir_op){.key = k[1].name, .key_len = strlen(k[1].name), .limit = &k[1].lim,
-                       .hits = 1};
+    ops[1] =
+        (weir_op){.key = k[1].name, .key_len = strlen(k[1].name), .limit = &k[1].lim, .hits = 1};
     b = (weir__redis_batch){ops, 2, T0 + MIN, WEIR_BATCH_ATOMIC};
     both("atomic", 0, 4, k, 2, &b, 1);
     assert_true(ops[0].result.allowed && ops[1].result.allowed);
@@ -1120,10 +1169,9 @@ static void limits_fit_at_their_bounds(void **unused)
     assert_int_equal(fits_spec(WEIR_ALGO_SLIDING_COUNTER, 10, P51 - 1, 0, 1), WEIR_OK);
     assert_int_equal(fits_spec(WEIR_ALGO_SLIDING_COUNTER, 10, P51, 0, 1), WEIR_ERANGE);
     assert_int_equal(fits_spec(WEIR_ALGO_SLIDING_COUNTER, 10, 2 * third, 0, 2), WEIR_OK);
-    assert_int_equal(fits_spec(WEIR_ALGO_SLIDING_COUNTER, 10, 2 * third + 2, 0, 2),
-                     WEIR_ERANGE);
-    exact_at("edge:sliding_counter", compile4(WEIR_ALGO_SLIDING_COUNTER, 4294967295u, P51 - 1,
-                                              0, 1));
+    assert_int_equal(fits_spec(WEIR_ALGO_SLIDING_COUNTER, 10, 2 * third + 2, 0, 2), WEIR_ERANGE);
+    exact_at("edge:sliding_counter",
+             compile4(WEIR_ALGO_SLIDING_COUNTER, 4294967295u, P51 - 1, 0, 1));
     exact_at("edge:sliding_counter_k",
              compile4(WEIR_ALGO_SLIDING_COUNTER, 1000000, 2 * third, 0, 2));
 
@@ -1159,8 +1207,10 @@ static void realistic_limits_fit(void **unused)
                 for (uint32_t k = 1; k <= (a == WEIR_ALGO_SLIDING_COUNTER ? 60u : 1u); k++) {
                     if (k > 1 && k != 10 && k != 60)
                         continue;
-                    weir_limit_spec sp = {.algorithm = (weir_algorithm)a, .limit = limits[l],
-                                          .window_us = windows[w], .sub_windows = k};
+                    weir_limit_spec sp = {.algorithm = (weir_algorithm)a,
+                                          .limit = limits[l],
+                                          .window_us = windows[w],
+                                          .sub_windows = k};
                     weir_limit lim;
                     if (weir_limit_compile(&sp, &lim) != WEIR_OK)
                         continue;
@@ -1173,15 +1223,16 @@ static void realistic_limits_fit(void **unused)
     for (int a = 1; a <= WEIR_ALGO_LEAKY_SHAPER; a++)
         for (size_t l = 0; l < 6; l++)
             for (size_t w = 0; w < 4; w++) {
-                weir_limit_spec sp = {.algorithm = (weir_algorithm)a, .limit = limits[l],
-                                      .window_us = windows[w], .burst = limits[l]};
+                weir_limit_spec sp = {.algorithm = (weir_algorithm)a,
+                                      .limit = limits[l],
+                                      .window_us = windows[w],
+                                      .burst = limits[l]};
                 weir_limit lim;
                 assert_int_equal(weir_limit_compile(&sp, &lim), WEIR_OK);
                 if (weir__redis_limit_fits(&lim) != WEIR_OK)
                     fail_msg("%s %llu per %s, burst %llu does not fit",
-                             weir_algorithm_name((weir_algorithm)a),
-                             (unsigned long long)limits[l], wname[w],
-                             (unsigned long long)limits[l]);
+                             weir_algorithm_name((weir_algorithm)a), (unsigned long long)limits[l],
+                             wname[w], (unsigned long long)limits[l]);
             }
     /* a week, 30 days, a year (365.25 days): only a limit with few common
      * factors with the window, 999999, runs out of bits, in the buckets
@@ -1192,7 +1243,8 @@ static void realistic_limits_fit(void **unused)
         for (size_t l = 0; l < 6; l++)
             for (size_t w = 0; w < 3; w++)
                 for (int burst = 0; burst < 2; burst++) {
-                    weir_limit_spec sp = {.algorithm = (weir_algorithm)a, .limit = limits[l],
+                    weir_limit_spec sp = {.algorithm = (weir_algorithm)a,
+                                          .limit = limits[l],
                                           .window_us = longer[w],
                                           .burst = burst ? limits[l] : 0};
                     weir_limit lim;
@@ -1219,8 +1271,8 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     assert_int_equal(weir__redis_op_ok(&op, WEIR__REDIS_MAX_NOW_US), WEIR_OK);
     assert_int_equal(weir__redis_op_ok(&op, WEIR__REDIS_MAX_NOW_US + 1), WEIR_ERANGE);
     weir_limit big;
-    weir_limit_spec sp = {.algorithm = WEIR_ALGO_TOKEN_BUCKET, .limit = 1, .window_us = P51,
-                          .burst = 2};
+    weir_limit_spec sp = {
+        .algorithm = WEIR_ALGO_TOKEN_BUCKET, .limit = 1, .window_us = P51, .burst = 2};
     assert_int_equal(weir_limit_compile(&sp, &big), WEIR_OK);
     op.limit = &big;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_ERANGE);
@@ -1242,10 +1294,13 @@ static void encode_follows_the_wire_format(void **unused)
     (void)unused;
     weir_limit tb = compile4(WEIR_ALGO_TOKEN_BUCKET, 10, S, 20, 0);
     weir_limit sc = compile4(WEIR_ALGO_SLIDING_COUNTER, 6, MIN, 0, 3);
-    weir_op a[2] = {{.key = "ka", .key_len = 2, .limit = &tb, .hits = 3},
-                    {.key = "k\0b", .key_len = 3, .limit = &sc, .kind = WEIR_OP_CHECK,
-                     .hits = UINT64_MAX}};
-    weir_op c[1] = {{.key = "kc", .key_len = 2, .limit = &tb, .kind = WEIR_OP_RELEASE,
+    weir_op a[2] = {
+        {.key = "ka", .key_len = 2, .limit = &tb, .hits = 3},
+        {.key = "k\0b", .key_len = 3, .limit = &sc, .kind = WEIR_OP_CHECK, .hits = UINT64_MAX}};
+    weir_op c[1] = {{.key = "kc",
+                     .key_len = 2,
+                     .limit = &tb,
+                     .kind = WEIR_OP_RELEASE,
                      .lease = 12345678901234ull}};
     weir__redis_batch b[2] = {{a, 2, 1234567, WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS},
                               {c, 1, -1, 0}};
@@ -1336,10 +1391,9 @@ static void decode_refuses_what_the_script_cannot_say(void **unused)
     struct {
         size_t at;
         long long v;
-    } bad[] = {{0, -1}, {1, 3},  {1, -5}, {1, -11}, {2, 2},  {2, -1}, {3, -1},
-               {3, 4294967296LL},         {4, 11},  {4, -1}, {5, -1}, {6, -2},
-               {6, 1},  {7, -1}, {8, -1}, {9, 1},   {9, -12}, {9, -2}, {10, 1},
-               {11, 1}, {13, -1}, {16, 1}};
+    } bad[] = {{0, -1},  {1, 3},  {1, -5}, {1, -11}, {2, 2},   {2, -1}, {3, -1}, {3, 4294967296LL},
+               {4, 11},  {4, -1}, {5, -1}, {6, -2},  {6, 1},   {7, -1}, {8, -1}, {9, 1},
+               {9, -12}, {9, -2}, {10, 1}, {11, 1},  {13, -1}, {16, 1}};
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         long long v[17];
         memcpy(v, good, sizeof(v));
@@ -1413,7 +1467,11 @@ static void assert_ttl(const char *key, int64_t reset_us)
 static weir_op plain(const char *key, const weir_limit *lim, weir_op_kind kind, int64_t now,
                      uint64_t hits, uint64_t lease)
 {
-    weir_op op = {.key = key, .key_len = strlen(key), .limit = lim, .hits = hits, .lease = lease,
+    weir_op op = {.key = key,
+                  .key_len = strlen(key),
+                  .limit = lim,
+                  .hits = hits,
+                  .lease = lease,
                   .kind = kind};
     weir__redis_batch b = {&op, 1, now, 0};
     assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
@@ -1467,10 +1525,10 @@ static void redis_clock(void **unused)
     flushall();
     tkey k;
     key_init(&k, "clock", compile(WEIR_ALGO_FIXED_WINDOW, 3, HOUR));
-    for (int i = 0; i < 5; i++) {
-        weir_op ops[2] = {
-            {.key = k.name, .key_len = strlen(k.name), .limit = &k.lim, .hits = 1},
-            {.key = k.name, .key_len = strlen(k.name), .limit = &k.lim, .hits = 1}};
+    for (int i = 0; i < 6; i++) {
+        g_fcall = i % 2 == 1;
+        weir_op ops[2] = {{.key = k.name, .key_len = strlen(k.name), .limit = &k.lim, .hits = 1},
+                          {.key = k.name, .key_len = strlen(k.name), .limit = &k.lim, .hits = 1}};
         weir__redis_batch b[2] = {{&ops[0], 1, -1, 0}, {&ops[1], 1, -1, WEIR_BATCH_ATOMIC}};
         int64_t before = wall_us(), at = 0;
         assert_int_equal(script_call(b, 2, true, &at), WEIR_OK);
@@ -1485,6 +1543,7 @@ static void redis_clock(void **unused)
             compare("clock", 0, (size_t)i, &b[j], 0, &want);
         }
     }
+    g_fcall = false;
     /* no batch asked: 0 */
     weir_op op = {.key = k.name, .key_len = strlen(k.name), .limit = &k.lim};
     weir__redis_batch b = {&op, 1, T0, 0};
@@ -1494,14 +1553,46 @@ static void redis_clock(void **unused)
     key_fini(&k);
 }
 
+/* ------------------------------------------------------------- the server */
+
+/* The support's server: on a unix socket and on loopback TCP, with extra
+ * arguments; stopped, its directory is gone. */
+static void a_second_server_with_a_password(void **unused)
+{
+    (void)unused;
+    redis_server rs;
+    const char *const extra[] = {"--requirepass", "s3cret", NULL};
+    redis_start(&rs, extra, "s3cret");
+    assert_true(rs.port > 0 && rs.port != g_srv.port);
+    redisContext *c = redis_connect_tcp(&rs);
+    redisReply *r = redisCommand(c, "PING");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR); /* NOAUTH */
+    freeReplyObject(r);
+    r = redisCommand(c, "AUTH s3cret");
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = redisCommand(c, "CONFIG GET bind");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 2);
+    assert_string_equal(r->element[1]->str, "127.0.0.1");
+    freeReplyObject(r);
+    redisFree(c);
+    char dir[sizeof(rs.dir)];
+    memcpy(dir, rs.dir, sizeof(dir));
+    redis_stop(&rs);
+    assert_int_equal(access(dir, F_OK), -1);
+    redis_stop(&rs); /* idempotent */
+}
+
 /* ------------------------------------------------------ state not its own */
 
 static void foreign_state_is_a_fresh_key(void **unused)
 {
     (void)unused;
     flushall();
-    static const char *const junk[] = {"SET %s x", "SET %s 12345678901234567",
-                                       "RPUSH %s a b", "ZADD %s 1 abcdefgh", "HSET %s f v"};
+    static const char *const junk[] = {"SET %s x", "SET %s 12345678901234567", "RPUSH %s a b",
+                                       "ZADD %s 1 abcdefgh", "HSET %s f v"};
     for (int a = 1; a <= WEIR_ALGORITHM_COUNT; a++) {
         weir_limit lim = compile4((weir_algorithm)a, 4, MIN, 0, 0);
         for (size_t j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
@@ -1510,8 +1601,8 @@ static void foreign_state_is_a_fresh_key(void **unused)
             freeReplyObject(command(junk[j], key));
             tkey k;
             key_init(&k, key, lim);
-            weir_op op = {.key = k.name, .key_len = 4, .limit = &k.lim, .hits = 1,
-                          .kind = WEIR_OP_CHECK};
+            weir_op op = {
+                .key = k.name, .key_len = 4, .limit = &k.lim, .hits = 1, .kind = WEIR_OP_CHECK};
             weir__redis_batch b = {&op, 1, T0, 0};
             both("foreign", 0, j, &k, 1, &b, 1); /* decided as fresh, not written */
             assert_int_equal(integer_reply("EXISTS %s", key), 1);
@@ -1555,13 +1646,18 @@ static void big_costs(void **unused)
     for (size_t s = 0; s < sizeof(hits) / sizeof(hits[0]); s++) {
         weir_op ops[2];
         for (int i = 0; i < 2; i++)
-            ops[i] = (weir_op){.key = k[i].name, .key_len = strlen(k[i].name),
-                               .limit = &k[i].lim, .hits = hits[s]};
+            ops[i] = (weir_op){.key = k[i].name,
+                               .key_len = strlen(k[i].name),
+                               .limit = &k[i].lim,
+                               .hits = hits[s]};
         weir__redis_batch b = {ops, 2, T0 + at[s], 0};
         both("big", 0, s, k, 2, &b, 1);
     }
-    weir_op rel = {.key = k[1].name, .key_len = strlen(k[1].name), .limit = &k[1].lim,
-                   .kind = WEIR_OP_RELEASE, .lease = 3};
+    weir_op rel = {.key = k[1].name,
+                   .key_len = strlen(k[1].name),
+                   .limit = &k[1].lim,
+                   .kind = WEIR_OP_RELEASE,
+                   .lease = 3};
     weir__redis_batch b = {&rel, 1, T0 + 96 * S, 0};
     both("big", 0, 99, k, 2, &b, 1);
     assert_true(integer_reply("ZCARD %s", k[0].name) <= 65536);
@@ -1590,6 +1686,7 @@ int main(void)
         cmocka_unit_test(random_sliding_counter),
         cmocka_unit_test(random_concurrency),
         cmocka_unit_test(random_mixed),
+        cmocka_unit_test(random_mixed_function),
         cmocka_unit_test(atomic_batches_match_the_memory_store),
         cmocka_unit_test(big_costs),
         cmocka_unit_test(limits_fit_at_their_bounds),
@@ -1600,6 +1697,7 @@ int main(void)
         cmocka_unit_test(keys_expire_at_rest),
         cmocka_unit_test(redis_clock),
         cmocka_unit_test(foreign_state_is_a_fresh_key),
+        cmocka_unit_test(a_second_server_with_a_password),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -153,8 +153,9 @@ static void batches_share_one_call(void **unused)
     rep = redisCommand(c, "EXISTS weir:test:shared");
     assert_int_equal(rep->integer, 1);
     freeReplyObject(rep);
-    /* SCRIPT FLUSH: the next call is sent again with the source */
-    rep = redisCommand(c, "SCRIPT FLUSH");
+    /* the library gone (FUNCTION FLUSH): it is loaded again and the next
+     * call sent again */
+    rep = redisCommand(c, "FUNCTION FLUSH");
     freeReplyObject(rep);
     redisFree(c);
     weir_op again = take("weir:test:other", &r.lim);

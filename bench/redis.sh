@@ -92,14 +92,18 @@ done
         echo "  - key: d$i"
         echo "    rate_limit: {unit: second, requests_per_unit: 1000000000, algorithm: token_bucket}"
     done
+    echo "  - key: abuser"
+    echo "    rate_limit: {unit: hour, requests_per_unit: 10, algorithm: token_bucket}"
 } >"$tmp/rules.yaml"
 
-# start_weir TIMEOUT: weir serve on fresh ports ($gport, $hport), pid $wpid
+# start_weir TIMEOUT [BATCH_WINDOW [OVER_LIMIT_CACHE]]: weir serve on fresh
+# ports ($gport, $hport), pid $wpid
 start_weir() {
     gport=$(free_port)
     hport=$(free_port)
     "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$hport" --grpc "127.0.0.1:$gport" \
         --resp '' --threads 1 --store "redis://127.0.0.1:$rport" --redis-timeout "$1" \
+        --redis-batch-window "${2:-0ms}" --redis-over-limit-cache "${3:-4096}" \
         --log-level error >/dev/null &
     wpid=$!
     pids+=("$wpid")
@@ -192,3 +196,75 @@ printf "$row" "EVALSHA per descriptor" "$(median_col "${res[b]}" 1)" "-" "-" \
     "$(median_col "${res[b]}" 4)" "$(median_col "${res[b]}" 5)" "-"
 awk -v w="$(median_col "${res[w]}" 4)" -v b="$(median_col "${res[b]}" 4)" \
     'BEGIN {printf "\nRedis CPU per decision, weir / baseline: %.3f\n", w / b}'
+
+# --redis-batch-window: decisions held up to that long to share a call,
+# at half of the unpaced throughput (1 s timeout: nothing fails over)
+echo
+echo "# --redis-batch-window at $(awk -v r="$wr" 'BEGIN {printf "%d", r / 2}') decisions/s (half the unpaced throughput)"
+printf "$row" "window" "decisions/s" "p50 ms" "p99 ms" "Redis CPU us/dec" "script us/dec" "unanswered"
+for bw in 0ms 1ms 2ms; do
+    kill "$wpid"
+    wait "$wpid" 2>/dev/null || true
+    start_weir 1s "$bw"
+    read -r pr p50 p99 pc ps pu <<<"$(weir_run "$(awk -v r="$wr" 'BEGIN {printf "%d", r / 2}')")"
+    printf "$row" "$bw" "$pr" "$p50" "$p99" "$pc" "$ps" "$pu"
+done
+kill "$wpid"
+wait "$wpid" 2>/dev/null || true
+start_weir 5ms
+
+# An abusive client: one key, exhausted, asked again and again. The
+# over-limit cache answers it without Redis until the key refills.
+metric() {
+    python3 -c '
+import sys, urllib.request
+text = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1]).read().decode()
+print(sum(float(l.split()[1]) for l in text.splitlines() if l.split(" ")[0] == sys.argv[2]))' \
+        "$hport" "$1"
+}
+echo
+echo "# an abusive client: one exhausted key (10 per hour), unpaced"
+printf '%-26s %12s %14s %18s\n' "over-limit cache" "requests/s" "Redis calls" "Redis CPU us/req"
+for slots in 4096 0; do
+    kill "$wpid"
+    wait "$wpid" 2>/dev/null || true
+    start_weir 1s 0ms "$slots"
+    calls0=$(metric weir_redis_calls_total)
+    c0=$(redis_cpu_us)
+    out=$("$WEIR" bench grpc --target "127.0.0.1:$gport" --duration "$DURATION" --warmup 0 \
+        --connections 4 --streams 32 --descriptor abuser=one --json 2>/dev/null)
+    c1=$(redis_cpu_us)
+    calls1=$(metric weir_redis_calls_total)
+    python3 -c '
+import json, sys
+r = json.loads(sys.argv[1])
+print("%-26s %12.0f %14.0f %18.2f" % (sys.argv[2], r["requests_per_s"], float(sys.argv[4]) - float(sys.argv[3]),
+      (float(sys.argv[6]) - float(sys.argv[5])) / max(r["requests"], 1)))
+' "$out" "$([ "$slots" = 0 ] && echo off || echo "on ($slots slots)")" "$calls0" "$calls1" "$c0" "$c1"
+done
+kill "$wpid"
+wait "$wpid" 2>/dev/null || true
+start_weir 5ms
+
+# While Redis is away: every decision answered by its failure mode within
+# --redis-timeout (5 ms) and a margin. Paced load, Redis paused (SIGSTOP:
+# the socket stays open, nothing answers), then killed.
+outage() {
+    "$WEIR" bench grpc --target "127.0.0.1:$gport" --duration "$DURATION" --warmup 0 \
+        --connections 4 --streams 32 --keys "$KEYS" "${descriptor_flags[@]}" --rate 10000 --json \
+        2>/dev/null | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+l = r["latency_ns"]
+print("%-26s %8d requests answered, %d errors; p50 %.3f ms, p99 %.3f ms, max %.3f ms" % (
+      sys.argv[1], r["requests"], r["errors"], l["p50"] / 1e6, l["p99"] / 1e6, l["max"] / 1e6))
+' "$1"
+}
+echo
+echo "# Redis away, 10,000 requests/s paced, --redis-timeout 5ms (failure_mode allow)"
+kill -STOP "$rpid"
+outage "Redis paused (SIGSTOP)"
+kill -CONT "$rpid"
+kill "$rpid"
+wait "$rpid" 2>/dev/null || true
+outage "Redis killed"

@@ -24,6 +24,8 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
                             l->local_share_ppm % 1000000);
         if (l->count_rejected)
             weir_buf_puts(b, " count_rejected=true");
+        if (l->no_local_cache)
+            weir_buf_puts(b, " over_limit_cache=false");
     }
     if (l->name)
         weir_buf_printf(b, " name=%s", l->name);

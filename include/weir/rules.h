@@ -99,6 +99,10 @@ typedef struct weir_rule_limit {
     bool count_rejected;
     /** `failure_mode:`, or the load's default_failure_mode. */
     weir_failure_mode failure_mode;
+    /** `over_limit_cache: false`: a store shared between instances must
+     *  ask about every request of this limit, never answer a denial from
+     *  its local cache (default: it may, docs/OPERATIONS.md). */
+    bool no_local_cache;
     /** `local_share:` in millionths (1 .. 1000000): the part of the limit
      *  this instance enforces on its own under failure_mode local; 0 =
      *  the engine's default (1 / weir_engine_options.instances). */

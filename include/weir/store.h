@@ -53,10 +53,16 @@ typedef struct weir_op {
     uint64_t hits;
     uint64_t lease; /* WEIR_OP_RELEASE only */
     weir_op_kind kind;
+    unsigned flags; /* WEIR_OP_* */
     /* outputs, valid when the batch completes */
     weir_status status; /* per operation: WEIR_OK, or why this one failed */
     weir_result result; /* valid when status == WEIR_OK */
 } weir_op;
+
+/** Op flag: a store must not answer this op from a local cache of
+ *  denials (the Redis store's over-limit cache): every one goes to the
+ *  shared store. */
+#define WEIR_OP_NO_LOCAL_CACHE 1u
 
 /** Batch flag: decide every TAKE first and charge them only if all are
  *  admitted, atomically (check all, then charge all). When one is denied,

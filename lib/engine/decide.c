@@ -623,6 +623,7 @@ static void place_op(decision *dc, size_t i, size_t slot)
     op->hits = p->hits;
     op->lease = 0;
     op->kind = p->kind;
+    op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
 }
 
 /* Keeps limit i's stable key (@len bytes of @key); false when out of

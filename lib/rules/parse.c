@@ -260,6 +260,7 @@ enum rl_field {
     RL_COUNT_REJECTED,
     RL_SUB_WINDOWS,
     RL_LOCAL_SHARE,
+    RL_OVER_LIMIT_CACHE,
     RL_N
 };
 
@@ -276,6 +277,7 @@ static const char *const rl_names[RL_N] = {
     [RL_COUNT_REJECTED] = "count_rejected",
     [RL_SUB_WINDOWS] = "sub_windows",
     [RL_LOCAL_SHARE] = "local_share",
+    [RL_OVER_LIMIT_CACHE] = "over_limit_cache",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -462,6 +464,10 @@ static weir_rule_limit *read_rate_limit(yp *p)
                     "local_share '%.64s' must be a fraction above 0 and at most 1 (e.g. 0.25), or "
                     "a percentage (25%%)",
                     s);
+            break;
+        case RL_OVER_LIMIT_CACHE:
+            if (read_bool(p, "over_limit_cache", &b))
+                l->no_local_cache = !b;
             break;
         case RL_COUNT_REJECTED:
             if (read_bool(p, "count_rejected", &b))

@@ -295,3 +295,103 @@ def test_redis_down_at_start_still_serves(weir_factory, redis_factory):
     answered_by_failure_mode(w, 0.5)
     rd.restart()
     recovers(w)
+
+
+def test_evicted_key_is_a_fresh_key(weir_factory, redis_factory):
+    # maxmemory with an eviction policy: a key Redis evicts starts again
+    # fresh (docs/OPERATIONS.md, "Redis memory and eviction")
+    rd = redis_factory("--maxmemory-policy", "allkeys-lru")
+    w = weir_factory(FAIL_RULES, "--store", rd.url, *PATIENT)
+    for _ in range(3):
+        assert w.check("api", {"closed": "evicted"}).status == 200
+    c = rd.client()
+    (key,) = c.keys("weir:1:{api}:*")
+    used = int(c.info("memory")["used_memory"])
+    c.config_set("maxmemory", str(used + 2 * 1024 * 1024))
+    junk = b"x" * 10000
+    for i in range(2000):
+        c.set(f"junk:{i}", junk)
+        if not c.exists(key):
+            break
+    assert not c.exists(key), "Redis kept weir's key under memory pressure"
+    r = w.check("api", {"closed": "evicted"})
+    assert r.status == 200
+    assert json.loads(r.text())["statuses"][0]["remaining"] == 999  # counted from fresh
+
+
+def test_full_redis_without_eviction_fails_over(weir_factory, redis_factory):
+    # maxmemory-policy noeviction: a full Redis refuses writes; decisions
+    # then follow their failure mode
+    rd = redis_factory("--maxmemory-policy", "noeviction")
+    w = weir_factory(FAIL_RULES, "--store", rd.url, *PATIENT)
+    assert w.check("api", {"closed": "a"}).status == 200
+    c = rd.client()
+    c.config_set("maxmemory", str(int(c.info("memory")["used_memory"]) + 64 * 1024))
+    junk = b"x" * 10000
+    try:
+        for i in range(100):
+            c.set(f"junk:{i}", junk)
+    except Exception as e:  # the OOM error that ends the filling
+        assert "OOM" in str(e)
+    r = w.check("api", {"closed": "b"})
+    assert r.status == 429 and json.loads(r.text())["statuses"][0]["failure_mode"] is True
+    assert w.count_log(r"event=redis_error.*OOM") >= 1
+
+
+def test_local_failure_mode_and_its_marks(weir_factory, redis_factory, pb):
+    # Redis gone: failure_mode local decides on the instance's memory at
+    # 1/--instances of the limit; the decisions are marked in the JSON and
+    # in gRPC's dynamic metadata, and counted
+    rules = """\
+domain: api
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 10, failure_mode: local}
+  - key: ip
+    rate_limit: {unit: hour, requests_per_unit: 10}
+"""
+    rd = redis_factory()
+    port = rd.port
+    rd.kill()
+    w = weir_factory(rules, "--store", f"redis://127.0.0.1:{port}", "--instances", "2",
+                     *FAIL_FLAGS, *GRPC_ON)
+    codes = []
+    for _ in range(7):
+        r = w.check("api", {"user": "u"})
+        codes.append(r.status)
+        st = json.loads(r.text())["statuses"][0]
+        assert st["failure_mode"] is True and st["local"] is True, st
+    assert codes == [200] * 5 + [429] * 2  # 10 / 2 instances
+    c = Client(pb, w.grpc_port)
+    try:
+        r = c.check("api", {"user": "v"})
+        assert r.overall_code == 1
+        assert r.dynamic_metadata.fields["weir.failure_mode"].string_value == "local"
+        r = c.check("api", {"ip": "1.2.3.4"})
+        assert r.overall_code == 1
+        assert r.dynamic_metadata.fields["weir.failure_mode"].string_value == "allow"
+    finally:
+        c.close()
+    assert w.metric("weir_failure_mode_total", domain="api", rule="user", mode="local") == 8
+    assert w.metric("weir_failopen_total", domain="api", rule="ip") == 1
+    assert w.count_log(r"event=failure_mode_decision .*mode=local") >= 1
+
+
+def test_over_limit_cache_and_the_rules_that_opt_out(weir_factory, redis_factory):
+    rules = """\
+domain: api
+descriptors:
+  - key: cached
+    rate_limit: {unit: hour, requests_per_unit: 2}
+  - key: asked
+    rate_limit: {unit: hour, requests_per_unit: 2, over_limit_cache: false}
+"""
+    rd = redis_factory()
+    # one worker: the cache is each worker's own
+    w = weir_factory(rules, "--store", rd.url, *PATIENT, threads=1)
+    for key in ("cached", "asked"):
+        assert [w.check("api", {key: "k"}).status for _ in range(5)] == [200, 200, 429, 429, 429]
+    # the first denial of "cached" went to Redis, the two after did not;
+    # every "asked" one did
+    assert w.metric("weir_redis_cached_total") == 2
+    assert w.metric("weir_redis_batches_total") == 2 + 1 + 5

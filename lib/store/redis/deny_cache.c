@@ -46,11 +46,12 @@ void deny_cache_free(weir_ctx *ctx, deny_cache *c)
     weir__free(ctx, c);
 }
 
-/* A cost-1 look or take of an algorithm whose denial is exact. */
+/* A cost-1 look or take of an algorithm whose denial is exact, from a
+ * limit that allows the cache. */
 static bool cacheable(const weir_op *op)
 {
     return (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK) && op->hits <= 1 &&
-           op->limit->algorithm != WEIR_ALGO_CONCURRENCY;
+           op->limit->algorithm != WEIR_ALGO_CONCURRENCY && !(op->flags & WEIR_OP_NO_LOCAL_CACHE);
 }
 
 static slot *find(deny_cache *c, const weir_op *op, XXH128_hash_t *h)

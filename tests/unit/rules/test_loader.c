@@ -534,7 +534,7 @@ static void failure_modes_and_local_share(void **unused)
                        "    rate_limit: {unit: second, requests_per_unit: 100, local_share: 5%}\n"
                        "  - key: c\n"
                        "    rate_limit: {unit: second, requests_per_unit: 100, failure_mode: "
-                       "deny, local_share: 1}\n";
+                       "deny, local_share: 1, over_limit_cache: false}\n";
     weir_rules *r = load_ok(yaml);
     const weir_rules_domain *d = weir_rules_domain_at(r, 0);
     const weir_rule_limit *a = only_limit(weir_rules_domain_rule(d, 0));
@@ -546,6 +546,8 @@ static void failure_modes_and_local_share(void **unused)
     assert_int_equal(b->local_share_ppm, 50000);
     assert_int_equal(c->failure_mode, WEIR_FAILURE_DENY);
     assert_int_equal(c->local_share_ppm, 1000000);
+    assert_true(c->no_local_cache);
+    assert_false(a->no_local_cache);
     weir_rules_free(r);
     /* the load's default for limits that name none */
     weir_rules_options o = {sizeof(o), false, 0, 0, 0, WEIR_FAILURE_LOCAL};

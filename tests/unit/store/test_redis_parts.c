@@ -258,6 +258,14 @@ static void test_deny_cache(void **state)
     cop.result = (weir_result){false, 10, 0, 900, 400, 0, 0};
     deny_cache_note(c, &cop, 1, 1000);
     assert_false(deny_cache_answer(c, &cop, 1, 1100));
+    /* nor a limit that asked to stay out (over_limit_cache: false) */
+    weir_op out = op_of("k6", &tb, 1, WEIR_OP_TAKE);
+    out.flags = WEIR_OP_NO_LOCAL_CACHE;
+    out.result = (weir_result){false, 10, 0, 900, 400, 0, 0};
+    deny_cache_note(c, &out, 1, 1000);
+    assert_false(deny_cache_answer(c, &out, 1, 1100));
+    out.flags = 0; /* not noted either */
+    assert_false(deny_cache_answer(c, &out, 1, 1100));
     weir_op never = op_of("k5", &tb, 1, WEIR_OP_TAKE);
     never.result = (weir_result){false, 10, 0, 900, WEIR_NEVER, 0, 0};
     deny_cache_note(c, &never, 1, 1000);

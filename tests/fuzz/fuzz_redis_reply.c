@@ -1,6 +1,6 @@
 /*
  * fuzz_redis_reply.c - fuzzes what the Redis store makes of Redis's bytes:
- * hiredis's reader (the RESP parser the store uses) and then
+ * hiredis's reader (the RESP parser the store uses, with its caps) and then
  * weir__redis_decode() on every reply it gives, for a call of one to four
  * batches (their sizes from the first byte). Any reply is the script's or
  * WEIR_EIO; a refused one leaves every op as it was; an accepted one gives
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "store/redis/codec.h"
+#include "store/redis/reader.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,6 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     redisReader *rd = redisReaderCreate();
     if (!rd)
         return 0;
+    weir__redis_reader_caps caps; /* as the store reads */
+    weir__redis_reader_cap(rd, &caps);
     redisReaderFeed(rd, (const char *)data + 1, size - 1);
     void *reply;
     while (redisReaderGetReply(rd, &reply) == REDIS_OK && reply) {

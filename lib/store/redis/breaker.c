@@ -4,7 +4,7 @@
  */
 #include "store/redis/breaker.h"
 
-void breaker_init(breaker *b, uint32_t max_failures, int64_t window_us, int64_t cooldown_us)
+void weir__breaker_init(breaker *b, uint32_t max_failures, int64_t window_us, int64_t cooldown_us)
 {
     b->max_failures = max_failures ? max_failures : 1;
     b->window_us = window_us;
@@ -16,7 +16,7 @@ void breaker_init(breaker *b, uint32_t max_failures, int64_t window_us, int64_t 
     atomic_init(&b->opened, 0);
 }
 
-bool breaker_allow(breaker *b, int64_t now_us, bool *probe)
+bool weir__breaker_allow(breaker *b, int64_t now_us, bool *probe)
 {
     *probe = false;
     int s = atomic_load_explicit(&b->state, memory_order_acquire);
@@ -34,7 +34,7 @@ bool breaker_allow(breaker *b, int64_t now_us, bool *probe)
     return true;
 }
 
-void breaker_success(breaker *b, bool probe)
+void weir__breaker_success(breaker *b, bool probe)
 {
     if (probe) {
         atomic_store(&b->failures, 0);
@@ -56,7 +56,7 @@ static bool trip(breaker *b, int from, int64_t now_us)
     return true;
 }
 
-bool breaker_failure(breaker *b, int64_t now_us, bool probe)
+bool weir__breaker_failure(breaker *b, int64_t now_us, bool probe)
 {
     if (probe)
         return trip(b, WEIR_REDIS_HALF_OPEN, now_us);
@@ -74,7 +74,7 @@ bool breaker_failure(breaker *b, int64_t now_us, bool probe)
     return trip(b, WEIR_REDIS_CLOSED, now_us);
 }
 
-weir_redis_breaker breaker_state(breaker *b)
+weir_redis_breaker weir__breaker_state(breaker *b)
 {
     return (weir_redis_breaker)atomic_load(&b->state);
 }

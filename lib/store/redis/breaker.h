@@ -28,17 +28,17 @@ typedef struct breaker {
     _Atomic uint64_t opened;      /* times it opened */
 } breaker;
 
-void breaker_init(breaker *b, uint32_t max_failures, int64_t window_us, int64_t cooldown_us);
+void weir__breaker_init(breaker *b, uint32_t max_failures, int64_t window_us, int64_t cooldown_us);
 
 /* Whether a call may go to Redis now. *probe is set when this call is the
  * half-open probe (its outcome closes or reopens the breaker). */
-bool breaker_allow(breaker *b, int64_t now_us, bool *probe);
+bool weir__breaker_allow(breaker *b, int64_t now_us, bool *probe);
 
-/* A call's outcome. breaker_failure() returns true for the failure that
+/* A call's outcome. weir__breaker_failure() returns true for the failure that
  * opened the breaker (to log it once). */
-void breaker_success(breaker *b, bool probe);
-bool breaker_failure(breaker *b, int64_t now_us, bool probe);
+void weir__breaker_success(breaker *b, bool probe);
+bool weir__breaker_failure(breaker *b, int64_t now_us, bool probe);
 
-weir_redis_breaker breaker_state(breaker *b);
+weir_redis_breaker weir__breaker_state(breaker *b);
 
 #endif /* WEIR_STORE_REDIS_BREAKER_H */

@@ -30,7 +30,8 @@ static void arg(argv_out *o, const char *s, size_t len)
     o->n++;
 }
 
-static void arg_u64(argv_out *o, uint64_t v)
+/* v's decimal digits at o->num; returns their count */
+static size_t put_u64(argv_out *o, uint64_t v)
 {
     char tmp[20];
     size_t n = 0;
@@ -40,16 +41,92 @@ static void arg_u64(argv_out *o, uint64_t v)
     } while (v);
     for (size_t i = 0; i < n; i++)
         o->num[i] = tmp[n - 1 - i];
-    arg(o, o->num, n);
     o->num += n;
+    return n;
+}
+
+static void arg_u64(argv_out *o, uint64_t v)
+{
+    const char *s = o->num;
+    arg(o, s, put_u64(o, v));
 }
 
 /* Every signed field the script is sent is >= 0 for a compiled limit; a
  * negative one (not a compiled limit) goes as 0, which the script refuses
  * or decides as a ban, never as a huge number. */
-static void arg_i64(argv_out *o, int64_t v)
+static uint64_t nonneg(int64_t v)
 {
-    arg_u64(o, v > 0 ? (uint64_t)v : 0u);
+    return v > 0 ? (uint64_t)v : 0u;
+}
+
+/* A limit's argument: its 8 fields, a space apart. */
+static void arg_limit(argv_out *o, const weir_limit *l)
+{
+    const uint64_t f[8] = {
+        (uint64_t)l->algorithm, l->limit,        nonneg(l->window_us), l->burst,
+        l->sub_windows,         nonneg(l->unit), nonneg(l->rate),      nonneg(l->capacity)};
+    const char *s = o->num;
+    size_t n = 0;
+    for (size_t i = 0; i < 8; i++) {
+        if (i) {
+            *o->num++ = ' ';
+            n++;
+        }
+        n += put_u64(o, f[i]);
+    }
+    arg(o, s, n);
+}
+
+/* The call's distinct limits, for their index in its limit table: an open
+ * hash table keyed by the fields sent, so that limits compiled apart but
+ * alike share an entry too. Once it is 3/4 full, a limit not in it gets a
+ * table entry of its own at each op (the script decides alike). */
+#define LIMIT_SLOTS 128u
+
+typedef struct limit_slot {
+    const weir_limit *lim; /* NULL: free */
+    size_t index;          /* 1 .. L */
+} limit_slot;
+
+typedef struct limit_set {
+    limit_slot slot[LIMIT_SLOTS];
+    size_t used;
+} limit_set;
+
+static bool same_limit(const weir_limit *a, const weir_limit *b)
+{
+    return a == b ||
+           (a->algorithm == b->algorithm && a->limit == b->limit && a->window_us == b->window_us &&
+            a->burst == b->burst && a->sub_windows == b->sub_windows && a->unit == b->unit &&
+            a->rate == b->rate && a->capacity == b->capacity);
+}
+
+static size_t limit_hash(const weir_limit *l)
+{
+    const uint64_t f[7] = {
+        l->limit,          (uint64_t)l->window_us, l->burst, l->sub_windows, (uint64_t)l->unit,
+        (uint64_t)l->rate, (uint64_t)l->capacity};
+    uint64_t h = (uint64_t)l->algorithm;
+    for (size_t i = 0; i < 7; i++)
+        h = (h ^ f[i]) * 0x9e3779b97f4a7c15u;
+    return (size_t)(h >> 57); /* 7 bits: LIMIT_SLOTS */
+}
+
+/* @l's index in the table, or 0 after making @slot the place for it (NULL
+ * when the table is too full to take it). */
+static size_t limit_find(limit_set *set, const weir_limit *l, limit_slot **slot)
+{
+    *slot = NULL;
+    for (size_t i = limit_hash(l);; i = (i + 1) % LIMIT_SLOTS) {
+        limit_slot *e = &set->slot[i];
+        if (!e->lim) {
+            if (set->used < LIMIT_SLOTS / 4u * 3u)
+                *slot = e;
+            return 0;
+        }
+        if (same_limit(e->lim, l))
+            return e->index;
+    }
 }
 
 size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, size_t body_len,
@@ -67,7 +144,15 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
     for (size_t j = 0; j < nb; j++)
         for (size_t i = 0; i < b[j].n; i++)
             arg(&o, b[j].ops[i].key, b[j].ops[i].key_len);
-    arg(&o, "1", 1); /* the wire format */
+    arg(&o, "2", 1); /* the wire format */
+    size_t at_nl = o.n++, at_lim = o.n;
+
+    /* the batches go after room for a limit per op, and move down to the
+     * table's end when it is known */
+    argv_out t = {argv, argvlen, at_lim, numbuf}; /* the limit table */
+    limit_set set;
+    memset(&set, 0, sizeof(set));
+    o.n = at_lim + nops;
     arg_u64(&o, nb);
     for (size_t j = 0; j < nb; j++) {
         if (b[j].now_us < 0)
@@ -78,50 +163,97 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
         arg_u64(&o, b[j].n);
         for (size_t i = 0; i < b[j].n; i++) {
             const weir_op *op = &b[j].ops[i];
-            const weir_limit *l = op->limit;
+            limit_slot *slot;
+            size_t index = limit_find(&set, op->limit, &slot);
+            if (!index) {
+                t.num = o.num;
+                arg_limit(&t, op->limit);
+                o.num = t.num;
+                index = t.n - at_lim;
+                if (slot) {
+                    *slot = (limit_slot){op->limit, index};
+                    set.used++;
+                }
+            }
             arg_u64(&o, (uint64_t)op->kind);
             arg_u64(&o, op->hits);
             arg_u64(&o, op->lease);
-            arg_u64(&o, (uint64_t)l->algorithm);
-            arg_u64(&o, l->limit);
-            arg_i64(&o, l->window_us);
-            arg_u64(&o, l->burst);
-            arg_u64(&o, l->sub_windows);
-            arg_i64(&o, l->unit);
-            arg_i64(&o, l->rate);
-            arg_i64(&o, l->capacity);
+            arg_u64(&o, index);
         }
     }
-    return o.n;
+    size_t nl = t.n - at_lim, end = o.n;
+    memmove(&argv[t.n], &argv[at_lim + nops], (end - at_lim - nops) * sizeof(*argv));
+    memmove(&argvlen[t.n], &argvlen[at_lim + nops], (end - at_lim - nops) * sizeof(*argvlen));
+    o.n = at_nl;
+    arg_u64(&o, nl);
+    return end - (nops - nl);
 }
 
 /* ---------------------------------------------------------------- decode */
 
-static bool known_status(long long st)
+static bool failed_status(long long st)
 {
-    return st == WEIR_OK || st == WEIR_EINVAL || st == WEIR_ERANGE || st == WEIR_ENOLEASE ||
-           st == WEIR_EALGO;
+    return st == WEIR_EINVAL || st == WEIR_ERANGE || st == WEIR_ENOLEASE || st == WEIR_EALGO;
 }
 
-/* One op's 8 integers: what the C step functions can answer, and nothing
- * but zeros beside a failure. */
-static bool op_reply_ok(redisReply *const *e)
+/* The head's flags (codec.h) */
+#define R_ALLOWED 1
+#define R_DELAY 2
+#define R_LEASE 4
+
+/*
+ * One op's result from e[0 .. avail - 1]: its status, and its result when
+ * WEIR_OK. Returns the integers it takes, or 0 when they are not the
+ * script's: too few, an unknown status, a value no step function gives
+ * (remaining above limit, a negative time, a delay or lease on a denial,
+ * ...).
+ */
+static size_t op_reply(redisReply *const *e, size_t avail, weir_status *st, weir_result *res)
 {
-    long long st = e[0]->integer, allowed = e[1]->integer, limit = e[2]->integer;
-    long long remaining = e[3]->integer, reset = e[4]->integer, retry = e[5]->integer;
-    long long delay = e[6]->integer, lease = e[7]->integer;
-    if (!known_status(st))
-        return false;
-    if (st != WEIR_OK)
-        return (allowed | limit | remaining | reset | retry | delay | lease) == 0;
-    if (allowed != 0 && allowed != 1)
-        return false;
-    if (limit < 0 || limit > (long long)WEIR_MAX_LIMIT || remaining < 0 || remaining > limit)
-        return false;
-    if (reset < 0 || retry < WEIR_NEVER || delay < 0 || lease < 0)
-        return false;
-    /* a result admits with no retry, or denies with no delay or lease */
-    return allowed ? retry == 0 : delay == 0 && lease == 0;
+    if (avail < 1)
+        return 0;
+    long long head = e[0]->integer;
+    if (head < 0) {
+        if (!failed_status(head))
+            return 0;
+        *st = (weir_status)head;
+        return 1;
+    }
+    unsigned flags = (unsigned)(head & 7);
+    long long limit = head >> 3;
+    if (!(flags & R_ALLOWED) && flags != 0)
+        return 0;
+    size_t need = 3u + ((flags & R_ALLOWED) ? 0u : 1u) + ((flags & R_DELAY) ? 1u : 0u) +
+                  ((flags & R_LEASE) ? 1u : 0u);
+    if (avail < need)
+        return 0;
+    long long remaining = e[1]->integer, reset = e[2]->integer;
+    if (limit > (long long)WEIR_MAX_LIMIT || remaining < 0 || remaining > limit || reset < 0)
+        return 0;
+    weir_result r = {.allowed = (flags & R_ALLOWED) != 0,
+                     .limit = (uint64_t)limit,
+                     .remaining = (uint64_t)remaining,
+                     .reset_after_us = reset};
+    size_t k = 3;
+    if (!r.allowed) {
+        r.retry_after_us = e[k++]->integer;
+        if (r.retry_after_us < WEIR_NEVER)
+            return 0;
+    }
+    if (flags & R_DELAY) {
+        r.delay_us = e[k++]->integer;
+        if (r.delay_us <= 0)
+            return 0;
+    }
+    if (flags & R_LEASE) {
+        long long lease = e[k++]->integer;
+        if (lease <= 0)
+            return 0;
+        r.lease = (uint64_t)lease;
+    }
+    *st = WEIR_OK;
+    *res = r;
+    return k;
 }
 
 weir_status weir__redis_decode(const struct redisReply *r, const weir__redis_batch *b, size_t nb,
@@ -130,33 +262,34 @@ weir_status weir__redis_decode(const struct redisReply *r, const weir__redis_bat
     size_t nops = 0;
     for (size_t j = 0; j < nb; j++)
         nops += b[j].n;
-    if (!r || r->type != REDIS_REPLY_ARRAY || !r->element ||
-        r->elements != 1u + WEIR__REDIS_REPLY_PER_OP * nops)
+    if (!r || r->type != REDIS_REPLY_ARRAY || !r->element || r->elements < 1u + nops ||
+        r->elements > 1u + WEIR__REDIS_REPLY_MAX_PER_OP * nops)
         return WEIR_EIO;
     for (size_t i = 0; i < r->elements; i++)
         if (!r->element[i] || r->element[i]->type != REDIS_REPLY_INTEGER)
             return WEIR_EIO;
     if (r->element[0]->integer < 0)
         return WEIR_EIO;
-    for (size_t k = 0; k < nops; k++)
-        if (!op_reply_ok(&r->element[1u + WEIR__REDIS_REPLY_PER_OP * k]))
+    /* the whole reply checked before any op is written */
+    size_t at = 1;
+    weir_status st;
+    weir_result res;
+    for (size_t k = 0; k < nops; k++) {
+        size_t used = op_reply(&r->element[at], r->elements - at, &st, &res);
+        if (!used)
             return WEIR_EIO;
+        at += used;
+    }
+    if (at != r->elements)
+        return WEIR_EIO;
 
-    redisReply *const *e = &r->element[1];
+    at = 1;
     for (size_t j = 0; j < nb; j++) {
-        for (size_t i = 0; i < b[j].n; i++, e += WEIR__REDIS_REPLY_PER_OP) {
+        for (size_t i = 0; i < b[j].n; i++) {
             weir_op *op = &b[j].ops[i];
-            op->status = (weir_status)e[0]->integer;
-            if (op->status != WEIR_OK)
-                continue;
-            weir_result *res = &op->result;
-            res->allowed = e[1]->integer != 0;
-            res->limit = (uint64_t)e[2]->integer;
-            res->remaining = (uint64_t)e[3]->integer;
-            res->reset_after_us = e[4]->integer;
-            res->retry_after_us = e[5]->integer;
-            res->delay_us = e[6]->integer;
-            res->lease = (uint64_t)e[7]->integer;
+            at += op_reply(&r->element[at], r->elements - at, &op->status, &res);
+            if (op->status == WEIR_OK)
+                op->result = res;
         }
     }
     if (redis_now_us)

@@ -15,33 +15,48 @@
  * gathered in one iteration), each with its own time and flags, so Redis
  * pays its per-command cost once for all of them.
  *
- * Wire format, version 1:
+ * Wire format, version 2:
  *
- *   EVALSHA <sha1> <k> key_1 .. key_k  1 <m>  batch_1 .. batch_m
- *   (or FCALL weir_v1 <k> ..., see WEIR__REDIS_FUNCTION)
+ *   EVALSHA <sha1> <k> key_1 .. key_k  2 <L> limit_1 .. limit_L  <m>
+ *           batch_1 .. batch_m
+ *   (or FCALL weir_v2 <k> ..., see WEIR__REDIS_FUNCTION)
  *
  *   k        the number of ops of every batch together; key_i is op i's
  *            key, ops numbered across the batches in order
+ *   L        the number of limits: the call's distinct limits, each sent
+ *            once (1 <= L <= k)
+ *   limit_l  one argument, weir_limit's fields in decimal, one space
+ *            apart: "algorithm limit window_us burst sub_windows unit rate
+ *            capacity" (the script keeps what it parsed from call to call,
+ *            by this text)
  *   m        the number of batches
- *   batch_j  3 arguments, then 11 per op of the batch:
+ *   batch_j  3 arguments, then 4 per op of the batch:
  *              now_us  decimal microseconds, or "-" for Redis's own clock
  *                      (TIME, read once per call)
  *              flags   decimal: 1 = atomic (check every TAKE of the batch,
  *                      charge all or none), 0 = each op on its own
  *              n       the batch's number of ops (>= 1)
- *            an op: kind hits lease algorithm limit window_us burst
- *            sub_windows unit rate capacity (weir_op's and weir_limit's
- *            fields, decimal)
+ *            an op: kind hits lease l (weir_op's fields, decimal, and the
+ *            index 1 .. L of its limit)
  *
  * The reply is a flat array of integers: Redis's time in microseconds when
- * a batch asked for it (else 0), then 8 per op, in order: status (0, or a
- * negative weir_status), allowed (0/1), limit, remaining, reset_after_us,
- * retry_after_us, delay_us, lease. A failed op's 7 others are 0. Statuses:
- * WEIR_ENOLEASE (a RELEASE of a lease not held, or of a banned concurrency
- * limit), WEIR_EALGO (a RELEASE under another algorithm), WEIR_EINVAL (an
- * unknown kind or algorithm; and every op of an atomic batch that holds a
- * RELEASE or such an op, which then charges nothing, as the memory store
- * refuses such a batch whole).
+ * a batch asked for it (else 0), then each op's result, in order, in 1 to
+ * 6 integers (Redis pays for every integer of a reply):
+ *   head            < 0: the op failed with this status (a negative
+ *                   weir_status), and nothing follows; else limit x 8 +
+ *                   flags: 1 = allowed, 2 = a delay follows, 4 = a lease
+ *                   follows (2 and 4 only with 1)
+ *   remaining       then, for a head >= 0: the result's fields,
+ *   reset_after_us
+ *   retry_after_us  only when not allowed
+ *   delay_us        only with flag 2 (> 0: else no flag)
+ *   lease           only with flag 4 (> 0: else no flag)
+ * so that an admission takes 3 and a denial 4. Statuses: WEIR_ENOLEASE (a
+ * RELEASE of a lease not held, or of a banned concurrency limit),
+ * WEIR_EALGO (a RELEASE under another algorithm), WEIR_EINVAL (an unknown
+ * kind or algorithm; and every op of an atomic batch that holds a RELEASE
+ * or such an op, which then charges nothing, as the memory store refuses
+ * such a batch whole).
  *
  * The script keeps one key per op (script.lua's header gives each
  * algorithm's layout); it expires when the key is back at rest. The caller
@@ -67,15 +82,17 @@ extern const size_t weir__redis_script_len;
  * and the function's name in place of EVALSHA and the sha1; an unknown
  * function is "ERR Function not found"). A library sets its helpers up
  * once where a script does it at every call: about 7 us less per call. */
-#define WEIR__REDIS_LIBRARY_HEAD "#!lua name=weir_v1\n"
-#define WEIR__REDIS_FUNCTION "weir_v1"
+#define WEIR__REDIS_LIBRARY_HEAD "#!lua name=weir_v2\n"
+#define WEIR__REDIS_FUNCTION "weir_v2"
 
-/* Arguments per op after the keys. */
-#define WEIR__REDIS_OP_ARGS 11u
+/* Arguments per op after the keys and the limits. */
+#define WEIR__REDIS_OP_ARGS 4u
 /* Arguments of a batch before its ops: now, flags, n. */
 #define WEIR__REDIS_BATCH_ARGS 3u
-/* Integers in the reply: one, then this many per op. */
-#define WEIR__REDIS_REPLY_PER_OP 8u
+/* Bytes of a limit's text: 8 numbers of up to 20 digits, 7 spaces. */
+#define WEIR__REDIS_LIMIT_BYTES 167u
+/* Integers in the reply: one, then at most this many per op. */
+#define WEIR__REDIS_REPLY_MAX_PER_OP 6u
 
 /* One batch of a call. */
 typedef struct weir__redis_batch {
@@ -85,18 +102,20 @@ typedef struct weir__redis_batch {
     unsigned flags; /* WEIR_BATCH_*: only ATOMIC is sent */
 } weir__redis_batch;
 
-/* Argument vector entries for @nb batches of @nops ops in all: the
- * command, the script (sha or source), numkeys, the keys, the version,
- * m, then each batch's head and ops. */
+/* Argument vector entries, at most, for @nb batches of @nops ops in all:
+ * the command, the script (sha or source), numkeys, the keys, the
+ * version, L, the limits (one per op at most), m, then each batch's head
+ * and ops. */
 static inline size_t weir__redis_argc(size_t nb, size_t nops)
 {
-    return 3u + nops + 2u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS;
+    return 3u + nops + 2u + nops + 1u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS;
 }
 
-/* Bytes of number text weir__redis_encode() may write for them. */
+/* Bytes of text weir__redis_encode() may write for them. */
 static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
 {
-    return 24u * (3u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS);
+    return 24u * (3u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS) +
+           WEIR__REDIS_LIMIT_BYTES * nops;
 }
 
 /**
@@ -106,12 +125,17 @@ static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
  * @body, @body_len: the sha1 (40 hex digits) or the script's source
  * @b, @nb:          the batches (nb >= 1), their ops valid (a key, a limit;
  *                   RELEASE ops carry their lease)
- * @argv, @argvlen:  weir__redis_argc(nb, ops in all) entries, filled
+ * @argv, @argvlen:  weir__redis_argc(nb, ops in all) entries, filled up
+ *                   to the count returned
  * @numbuf:          weir__redis_numbuf_size(nb, ops in all) bytes: the
- *                   numbers' text, which argv points into (keys and body
- *                   are borrowed)
+ *                   numbers' and limits' text, which argv points into
+ *                   (keys and body are borrowed)
  *
- * Returns the number of entries filled.
+ * Ops share a limit entry when their limits are the same object or have
+ * the same fields; a call of very many distinct limits may send some of
+ * them more than once (the script decides alike either way).
+ *
+ * Returns the number of entries filled (weir__redis_argc() at most).
  */
 size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, size_t body_len,
                           const weir__redis_batch *b, size_t nb, const char **argv, size_t *argvlen,
@@ -123,10 +147,10 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
  *
  * Returns WEIR_OK (each op's status says how it went; an op's result is
  * written only when its status is WEIR_OK), or WEIR_EIO when the reply is
- * not the script's: not an array of exactly 1 + 8 x (ops in all) integers,
- * an unknown status, or a value no step function gives (allowed not 0/1,
- * remaining above limit, a negative time, a retry with an admission, ...);
- * then no op is written, and none is to be trusted. An error reply is
+ * not the script's: not an array of integers that holds exactly one
+ * result per op, an unknown status, or a value no step function gives
+ * (remaining above limit, a negative time, a delay or lease with a
+ * denial, ...); then no op is written, and none is to be trusted. An error reply is
  * WEIR_EIO too. @redis_now_us, when not NULL, receives Redis's time (0 when
  * no batch asked for it) on success.
  */

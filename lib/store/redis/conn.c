@@ -1,6 +1,6 @@
 /*
- * conn.c - a Redis store session: one hiredis connection on one event
- * loop, driven through the loop adapter's fd and timer hooks.
+ * conn.c - a Redis store session: its batches and calls, on the
+ * connection link.c keeps on the session's loop.
  *
  * A batch submitted waits in the session's queue until the loop's next
  * iteration (or the batch window), when every batch queued leaves in one
@@ -15,188 +15,23 @@
  * oldest call has had no answer for a stall period (Redis paused, a
  * network gone quiet) is dropped and made again, with backoff.
  *
- * Invariants: a batch's callback runs exactly once, from the loop, never
- * from inside redis_session_submit(); ss->ac is NULL whenever hiredis may
- * be freeing the connection, so nothing is sent on one that is going.
+ * Invariant: a batch's callback runs exactly once, from the loop, never
+ * from inside weir__redis_session_submit().
  */
-#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
 #include <string.h>
 
 #include "core/context.h"
-#include "store/redis/codec.h"
-#include "store/redis/deny_cache.h"
-#include "store/redis/redis_internal.h"
+#include "store/redis/session.h"
 
 /* Ops in one script call at most: a bigger queue leaves in several calls
  * (a batch is never split). */
 #define CALL_MAX_OPS 512u
-/* Reconnect backoff: from the first to the last, doubling, with +-25%
- * jitter so that many workers (and instances) do not reconnect at once. */
-#define BACKOFF_MIN_US 50000
-#define BACKOFF_MAX_US 2000000
 /* A connection whose oldest call has waited this long is dropped. */
 #define STALL_MIN_US 200000
 
-typedef struct rbatch {
-    struct rbatch *next;
-    weir__redis_batch b;
-    weir_store_cb cb;
-    void *arg;
-    int64_t asked; /* submitted, monotonic */
-    int64_t deadline;
-    weir_status status; /* on the ready list: what it completes with */
-    bool probe;         /* the breaker's half-open probe */
-} rbatch;
-
-typedef struct rcall {
-    struct rcall *next;
-    struct rsession *ss;
-    rbatch *batches;
-    int64_t sent_at;
-    int64_t deadline; /* the earliest of its batches' */
-    bool abandoned;   /* completed already; its answer is dropped */
-} rcall;
-
-typedef enum { S_DOWN, S_CONNECTING, S_UP } conn_state;
-
-typedef struct rsession {
-    weir_store_session base;
-    redis_store *rs;
-    weir_loop_adapter loop;
-    redisAsyncContext *ac;
-    void *watch;
-    unsigned watch_events;
-    conn_state state;
-    bool fcall; /* the script is a function library: FCALL, else EVALSHA */
-    char sha[41];
-    /* batches waiting for the next call, oldest first */
-    rbatch *q_head, *q_tail;
-    /* batches answered on the next iteration without a call: failed (the
-     * breaker open, no connection) or denied by the over-limit cache */
-    rbatch *ready_head, *ready_tail;
-    deny_cache *cache;
-    /* calls in flight, in the order sent */
-    rcall *f_head, *f_tail;
-    void *flush_timer, *deadline_timer, *retry_timer, *connect_timer;
-    int64_t deadline_at;
-    int64_t backoff_us;
-    uint64_t jitter; /* xorshift state */
-    bool freeing;
-    bool counted_up; /* counted in rs->connections */
-    rbatch *spare_batches;
-    rcall *spare_calls;
-    /* the argument vector of a call, reused */
-    const char **argv;
-    size_t *argvlen;
-    char *numbuf;
-    size_t argv_cap, numbuf_cap;
-} rsession;
-
-static void connect_now(rsession *ss);
 static void flush(rsession *ss);
 static void arm_deadline(rsession *ss);
-
-/* ------------------------------------------------------------ small parts */
-
-static rbatch *batch_get(rsession *ss)
-{
-    rbatch *b = ss->spare_batches;
-    if (b) {
-        ss->spare_batches = b->next;
-        return b;
-    }
-    return weir__malloc(ss->rs->base.ctx, sizeof(rbatch));
-}
-
-static void batch_put(rsession *ss, rbatch *b)
-{
-    b->next = ss->spare_batches;
-    ss->spare_batches = b;
-}
-
-static rcall *call_get(rsession *ss)
-{
-    rcall *c = ss->spare_calls;
-    if (c) {
-        ss->spare_calls = c->next;
-        return c;
-    }
-    return weir__malloc(ss->rs->base.ctx, sizeof(rcall));
-}
-
-static void call_put(rsession *ss, rcall *c)
-{
-    c->next = ss->spare_calls;
-    ss->spare_calls = c;
-}
-
-/* Complete a list of batches with @status (WEIR_OK: their ops hold the
- * results). The list is detached first: a callback may submit again. */
-static void complete(rsession *ss, rbatch *list, weir_status status)
-{
-    while (list) {
-        rbatch *b = list;
-        list = b->next;
-        weir_store_cb cb = b->cb;
-        void *arg = b->arg;
-        weir_op *ops = b->b.ops;
-        size_t n = b->b.n;
-        batch_put(ss, b);
-        cb(arg, ops, n, status);
-    }
-}
-
-static size_t list_len(const rbatch *b)
-{
-    size_t n = 0;
-    for (; b; b = b->next)
-        n++;
-    return n;
-}
-
-/* A failure of Redis (not of the request): the breaker counts it. */
-static void note_failure(rsession *ss, bool probe)
-{
-    if (breaker_failure(&ss->rs->br, redis_mono_us(), probe))
-        weir__log(ss->rs->base.ctx, WEIR_LOG_WARN,
-                  "event=redis_breaker state=open cooldown_ms=%lld; decisions follow their "
-                  "failure_mode until a probe gets through",
-                  (long long)(ss->rs->o.breaker_cooldown_us / 1000));
-}
-
-static bool list_has_probe(const rbatch *b)
-{
-    for (; b; b = b->next)
-        if (b->probe)
-            return true;
-    return false;
-}
-
-/* ------------------------------------------------------------ timers */
-
-static void *timer(rsession *ss, int64_t after_us, void (*cb)(void *), void *arg)
-{
-    return ss->loop.timer_start(ss->loop.data, after_us < 0 ? 0 : after_us, cb, arg);
-}
-
-/* A timer that does not keep the loop running: waiting to reconnect, or
- * for a connection, is no work the loop owes anyone. */
-static void *background_timer(rsession *ss, int64_t after_us, void (*cb)(void *), void *arg)
-{
-    void *t = timer(ss, after_us, cb, arg);
-    if (t)
-        ss->loop.unref(ss->loop.data, t);
-    return t;
-}
-
-static void timer_cancel(rsession *ss, void **t)
-{
-    if (*t) {
-        ss->loop.timer_stop(ss->loop.data, *t);
-        *t = NULL;
-    }
-}
 
 /* Complete the ready list, each batch with its own status. */
 static void complete_ready(rsession *ss)
@@ -225,245 +60,11 @@ static void arm_flush(rsession *ss, int64_t after_us)
         ss->flush_timer = timer(ss, after_us, on_flush_timer, ss);
 }
 
-static int64_t backoff_next(rsession *ss)
+/* The connection is up: what waited for it leaves. */
+static void on_link_up(rsession *ss)
 {
-    int64_t b = ss->backoff_us ? ss->backoff_us : BACKOFF_MIN_US;
-    ss->backoff_us = b * 2 > BACKOFF_MAX_US ? BACKOFF_MAX_US : b * 2;
-    ss->jitter ^= ss->jitter << 13;
-    ss->jitter ^= ss->jitter >> 7;
-    ss->jitter ^= ss->jitter << 17;
-    /* b * [0.75, 1.25) */
-    return b - b / 4 + (int64_t)(ss->jitter % (uint64_t)(b / 2 + 1));
-}
-
-static void on_retry_timer(void *arg)
-{
-    rsession *ss = arg;
-    ss->retry_timer = NULL;
-    connect_now(ss);
-}
-
-/* ------------------------------------------------------------ the connection */
-
-/* Drop the connection (if any) and try again after a backoff. Calls in
- * flight complete with WEIR_EUNAVAIL (from hiredis freeing them). */
-static void drop(rsession *ss, bool error)
-{
-    redisAsyncContext *ac = ss->ac;
-    timer_cancel(ss, &ss->connect_timer);
-    if (ss->counted_up) {
-        atomic_fetch_sub_explicit(&ss->rs->connections, 1, memory_order_relaxed);
-        ss->counted_up = false;
-    }
-    if (error)
-        redis_count(&ss->rs->connect_errors, 1);
-    ss->state = S_DOWN;
-    if (ac) {
-        ss->ac = NULL;
-        redisAsyncFree(ac); /* runs every pending callback with no reply */
-    }
-    /* what was waiting for the connection fails now, not at its deadline */
-    if (ss->q_head) {
-        rbatch *q = ss->q_head;
-        ss->q_head = ss->q_tail = NULL;
-        bool probe = list_has_probe(q);
-        redis_count(&ss->rs->errors, list_len(q));
-        if (!ss->freeing)
-            note_failure(ss, probe);
-        complete(ss, q, ss->freeing ? WEIR_ECLOSED : WEIR_EUNAVAIL);
-    }
-    if (!ss->freeing && !ss->retry_timer)
-        ss->retry_timer = background_timer(ss, backoff_next(ss), on_retry_timer, ss);
-}
-
-static void on_connect_timer(void *arg)
-{
-    rsession *ss = arg;
-    ss->connect_timer = NULL;
-    weir__log(ss->rs->base.ctx, WEIR_LOG_WARN,
-              "event=redis_connect_timeout timeout_ms=%lld; retrying",
-              (long long)(ss->rs->o.connect_timeout_us / 1000));
-    drop(ss, true);
-}
-
-/* hiredis's event hooks, onto the adapter's fd watch */
-static void watch_set(rsession *ss, unsigned events)
-{
-    if (events == ss->watch_events || !ss->watch)
-        return;
-    ss->watch_events = events;
-    ss->loop.io_update(ss->loop.data, ss->watch, events);
-}
-
-static void ev_add_read(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events | WEIR_IO_READ);
-}
-
-static void ev_del_read(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events & ~WEIR_IO_READ);
-}
-
-static void ev_add_write(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events | WEIR_IO_WRITE);
-}
-
-static void ev_del_write(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events & ~WEIR_IO_WRITE);
-}
-
-static void ev_cleanup(void *p)
-{
-    rsession *ss = p;
-    if (ss->watch) {
-        ss->loop.io_stop(ss->loop.data, ss->watch);
-        ss->watch = NULL;
-        ss->watch_events = 0;
-    }
-}
-
-static void on_io(void *arg, unsigned ready)
-{
-    rsession *ss = arg;
-    redisAsyncContext *ac = ss->ac;
-    if (ac && (ready & WEIR_IO_READ))
-        redisAsyncHandleRead(ac);
-    /* reading may have dropped the connection */
-    if (ss->ac && ss->ac == ac && (ready & WEIR_IO_WRITE))
-        redisAsyncHandleWrite(ac);
-}
-
-static void on_connected(const redisAsyncContext *ac, int status)
-{
-    rsession *ss = ac->data;
-    if (status == REDIS_OK || ss->ac != ac)
-        return;
-    /* hiredis frees the context after this returns */
-    weir__log(ss->rs->base.ctx, WEIR_LOG_WARN, "event=redis_connect_failed error=\"%s\"",
-              ac->errstr);
-    ss->ac = NULL;
-    drop(ss, true);
-}
-
-static void on_disconnected(const redisAsyncContext *ac, int status)
-{
-    rsession *ss = ac->data;
-    if (ss->ac != ac)
-        return; /* dropped by us: drop() did the rest */
-    weir__log(ss->rs->base.ctx, WEIR_LOG_WARN, "event=redis_disconnected error=\"%s\"",
-              status == REDIS_OK ? "closed" : ac->errstr);
-    ss->ac = NULL;
-    drop(ss, true);
-}
-
-static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata);
-
-/* What a set-up reply answers: AUTH or SELECT, or loading the script. */
-static char SETUP_AUTH, SETUP_FUNCTION, SETUP_SCRIPT;
-
-static void send_load(rsession *ss, bool function)
-{
-    redis_setup_cmd load;
-    redis_load_cmd(ss->rs, function, &load);
-    redisAsyncCommandArgv(ss->ac, on_setup_reply, function ? &SETUP_FUNCTION : &SETUP_SCRIPT,
-                          load.argc, load.argv, load.argvlen);
-}
-
-/* The replies to the set-up commands: AUTH, SELECT, then FUNCTION LOAD
- * (or, where refused, SCRIPT LOAD), whose answer brings the connection
- * up. */
-static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
-{
-    rsession *ss = ac->data;
-    redisReply *reply = r;
-    if (!reply || ss->ac != ac)
-        return; /* the connection is going; drop() handles it */
-    if (reply->type == REDIS_REPLY_ERROR && privdata == &SETUP_FUNCTION) {
-        send_load(ss, false); /* no functions here (Redis 6, an ACL): a script */
-        return;
-    }
-    if (reply->type == REDIS_REPLY_ERROR) {
-        weir__log(ss->rs->base.ctx, WEIR_LOG_ERROR,
-                  "event=redis_setup_refused error=\"%.200s\"; check the credentials and the "
-                  "database",
-                  reply->str);
-        drop(ss, true);
-        return;
-    }
-    if (privdata == &SETUP_AUTH)
-        return;
-    ss->fcall = privdata == &SETUP_FUNCTION;
-    if (!ss->fcall) {
-        if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-            weir__log(ss->rs->base.ctx, WEIR_LOG_ERROR, "event=redis_script_load_failed");
-            drop(ss, true);
-            return;
-        }
-        memcpy(ss->sha, reply->str, 40);
-        ss->sha[40] = '\0';
-    }
-    ss->state = S_UP;
-    ss->backoff_us = 0;
-    timer_cancel(ss, &ss->connect_timer);
-    ss->counted_up = true;
-    redis_count(&ss->rs->connections, 1);
-    redis_count(&ss->rs->connects, 1);
-    weir__log(ss->rs->base.ctx, WEIR_LOG_INFO, "event=redis_connected calls=%s",
-              ss->fcall ? "FCALL" : "EVALSHA");
     if (ss->q_head)
         arm_flush(ss, 0);
-}
-
-static void connect_now(rsession *ss)
-{
-    const weir_redis_options *o = &ss->rs->o;
-    redisAsyncContext *ac =
-        o->unix_path ? redisAsyncConnectUnix(o->unix_path) : redisAsyncConnect(o->host, o->port);
-    if (!ac || ac->err) {
-        weir__log(ss->rs->base.ctx, WEIR_LOG_WARN, "event=redis_connect_failed error=\"%s\"",
-                  ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        drop(ss, true);
-        return;
-    }
-    ss->watch = ss->loop.io_start(ss->loop.data, ac->c.fd, 0, on_io, ss);
-    if (!ss->watch) {
-        redisAsyncFree(ac);
-        drop(ss, true);
-        return;
-    }
-    /* an idle connection keeps nothing running; a call in flight does, by
-     * its deadline timer */
-    ss->loop.unref(ss->loop.data, ss->watch);
-    ss->watch_events = 0;
-    ac->data = ss;
-    ac->ev.data = ss;
-    ac->ev.addRead = ev_add_read;
-    ac->ev.delRead = ev_del_read;
-    ac->ev.addWrite = ev_add_write;
-    ac->ev.delWrite = ev_del_write;
-    ac->ev.cleanup = ev_cleanup;
-    redisAsyncSetConnectCallback(ac, on_connected);
-    redisAsyncSetDisconnectCallback(ac, on_disconnected);
-    ss->ac = ac;
-    ss->state = S_CONNECTING;
-    /* queued on the socket until it connects, answered in order */
-    redis_setup_cmd setup[2];
-    char dbbuf[16];
-    int n = redis_setup_cmds(ss->rs, setup, dbbuf, sizeof(dbbuf));
-    for (int i = 0; i < n; i++)
-        redisAsyncCommandArgv(ac, on_setup_reply, &SETUP_AUTH, setup[i].argc, setup[i].argv,
-                              setup[i].argvlen);
-    send_load(ss, true);
-    ss->connect_timer = background_timer(ss, o->connect_timeout_us, on_connect_timer, ss);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -561,7 +162,7 @@ static void flush(rsession *ss)
         if (c) {
             c->ss = ss;
             c->batches = list;
-            c->sent_at = redis_mono_us();
+            c->sent_at = weir__redis_mono_us();
             c->deadline = list->deadline;
             c->abandoned = false;
             if (send_call(ss, c, false))
@@ -625,7 +226,7 @@ static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
         weir__log(ss->rs->base.ctx, WEIR_LOG_INFO, "event=redis_script_reload");
         if (ss->fcall) {
             redis_setup_cmd load;
-            redis_load_cmd(ss->rs, true, &load);
+            weir__redis_load_cmd(ss->rs, true, &load);
             redisAsyncCommandArgv(ss->ac, NULL, NULL, load.argc, load.argv, load.argvlen);
         }
         if (send_call(ss, c, true))
@@ -648,9 +249,9 @@ static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (st == WEIR_OK) {
         redis_count(&ss->rs->calls, 1);
         redis_count(&ss->rs->batches, n);
-        breaker_success(&ss->rs->br, probe);
+        weir__breaker_success(&ss->rs->br, probe);
         for (rbatch *b = list; b; b = b->next)
-            deny_cache_note(ss->cache, b->b.ops, b->b.n, b->asked);
+            weir__deny_cache_note(ss->cache, b->b.ops, b->b.n, b->asked);
     } else {
         redis_count(&ss->rs->errors, n);
         if (!ss->freeing)
@@ -687,14 +288,14 @@ static void arm_deadline(rsession *ss)
         return;
     timer_cancel(ss, &ss->deadline_timer);
     ss->deadline_at = at;
-    ss->deadline_timer = timer(ss, at - redis_mono_us(), on_deadline_timer, ss);
+    ss->deadline_timer = timer(ss, at - weir__redis_mono_us(), on_deadline_timer, ss);
 }
 
 static void on_deadline_timer(void *arg)
 {
     rsession *ss = arg;
     ss->deadline_timer = NULL;
-    int64_t now = redis_mono_us();
+    int64_t now = weir__redis_mono_us();
     /* queued batches past their deadline (the queue is in deadline order) */
     rbatch *late = NULL, **tail = &late;
     while (ss->q_head && ss->q_head->deadline <= now) {
@@ -725,7 +326,7 @@ static void on_deadline_timer(void *arg)
         weir__log(ss->rs->base.ctx, WEIR_LOG_WARN,
                   "event=redis_stalled waited_ms=%lld; reconnecting",
                   (long long)((now - ss->f_head->sent_at) / 1000));
-        drop(ss, true);
+        weir__redis_link_drop(ss, true);
     }
     complete(ss, late, WEIR_ETIMEDOUT);
     arm_deadline(ss);
@@ -733,8 +334,8 @@ static void on_deadline_timer(void *arg)
 
 /* ------------------------------------------------------------ the session */
 
-weir_status redis_session_new(weir_store *s, const weir_loop_adapter *loop,
-                              weir_store_session **out)
+weir_status weir__redis_session_new(weir_store *s, const weir_loop_adapter *loop,
+                                    weir_store_session **out)
 {
     if (!weir_loop_has_io(loop))
         return WEIR_EINVAL;
@@ -745,21 +346,22 @@ weir_status redis_session_new(weir_store *s, const weir_loop_adapter *loop,
     ss->base.store = s;
     ss->rs = rs;
     ss->loop = *loop;
-    ss->jitter = (uint64_t)(uintptr_t)ss ^ (uint64_t)redis_mono_us() ^ 0x9e3779b97f4a7c15ull;
+    ss->jitter = (uint64_t)(uintptr_t)ss ^ (uint64_t)weir__redis_mono_us() ^ 0x9e3779b97f4a7c15ull;
     if (ss->jitter == 0)
         ss->jitter = 1;
-    weir_status st = deny_cache_new(s->ctx, rs->o.deny_cache_slots, &ss->cache);
+    weir_status st = weir__deny_cache_new(s->ctx, rs->o.deny_cache_slots, &ss->cache);
     if (st != WEIR_OK) {
         weir__free(s->ctx, ss);
         return st;
     }
-    connect_now(ss);
+    ss->link_up = on_link_up;
+    weir__redis_link_connect(ss);
     *out = &ss->base;
     return WEIR_OK;
 }
 
-weir_status redis_session_submit(weir_store_session *base, weir_op *ops, size_t n, int64_t now_us,
-                                 unsigned flags, weir_store_cb cb, void *arg)
+weir_status weir__redis_session_submit(weir_store_session *base, weir_op *ops, size_t n,
+                                       int64_t now_us, unsigned flags, weir_store_cb cb, void *arg)
 {
     rsession *ss = (rsession *)base;
     redis_store *rs = ss->rs;
@@ -774,7 +376,7 @@ weir_status redis_session_submit(weir_store_session *base, weir_op *ops, size_t 
     rbatch *b = batch_get(ss);
     if (!b)
         return WEIR_ENOMEM;
-    int64_t mono = redis_mono_us();
+    int64_t mono = weir__redis_mono_us();
     b->next = NULL;
     b->b = (weir__redis_batch){ops, n, batch_now, flags};
     b->cb = cb;
@@ -782,8 +384,8 @@ weir_status redis_session_submit(weir_store_session *base, weir_op *ops, size_t 
     b->asked = mono;
     b->deadline = mono + rs->o.timeout_us;
     b->probe = false;
-    bool cached = deny_cache_answer(ss->cache, ops, n, mono);
-    bool allowed = cached || breaker_allow(&rs->br, mono, &b->probe);
+    bool cached = weir__deny_cache_answer(ss->cache, ops, n, mono);
+    bool allowed = cached || weir__breaker_allow(&rs->br, mono, &b->probe);
     if (cached || !allowed || ss->state == S_DOWN) {
         /* answered on the loop's next iteration, without a call */
         if (cached)
@@ -812,7 +414,7 @@ weir_status redis_session_submit(weir_store_session *base, weir_op *ops, size_t 
     return WEIR_OK;
 }
 
-void redis_session_free(weir_store_session *base)
+void weir__redis_session_free(weir_store_session *base)
 {
     rsession *ss = (rsession *)base;
     weir_ctx *ctx = ss->rs->base.ctx;
@@ -825,7 +427,7 @@ void redis_session_free(weir_store_session *base)
             b->status = WEIR_ECLOSED;
     complete_ready(ss);
     /* queued batches and calls in flight complete with WEIR_ECLOSED */
-    drop(ss, false);
+    weir__redis_link_drop(ss, false);
     for (rcall *c = ss->spare_calls; c;) {
         rcall *next = c->next;
         weir__free(ctx, c);
@@ -839,6 +441,6 @@ void redis_session_free(weir_store_session *base)
     weir__free(ctx, ss->argv);
     weir__free(ctx, ss->argvlen);
     weir__free(ctx, ss->numbuf);
-    deny_cache_free(ctx, ss->cache);
+    weir__deny_cache_free(ctx, ss->cache);
     weir__free(ctx, ss);
 }

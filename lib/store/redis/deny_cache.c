@@ -21,7 +21,7 @@ struct deny_cache {
     slot slots[];
 };
 
-weir_status deny_cache_new(weir_ctx *ctx, size_t slots, deny_cache **out)
+weir_status weir__deny_cache_new(weir_ctx *ctx, size_t slots, deny_cache **out)
 {
     *out = NULL;
     if (slots == 0)
@@ -41,7 +41,7 @@ weir_status deny_cache_new(weir_ctx *ctx, size_t slots, deny_cache **out)
     return WEIR_OK;
 }
 
-void deny_cache_free(weir_ctx *ctx, deny_cache *c)
+void weir__deny_cache_free(weir_ctx *ctx, deny_cache *c)
 {
     weir__free(ctx, c);
 }
@@ -60,7 +60,7 @@ static slot *find(deny_cache *c, const weir_op *op, XXH128_hash_t *h)
     return &c->slots[(size_t)h->low64 & c->mask];
 }
 
-bool deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_mono)
+bool weir__deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_mono)
 {
     if (!c)
         return false;
@@ -90,7 +90,7 @@ bool deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_mono)
     return true;
 }
 
-void deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t asked_mono)
+void weir__deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t asked_mono)
 {
     if (!c)
         return;

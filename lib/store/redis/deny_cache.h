@@ -28,17 +28,17 @@ typedef struct deny_cache deny_cache;
 
 /* A cache of @slots entries (rounded up to a power of two; 0: none, and
  * every call below does nothing). */
-weir_status deny_cache_new(weir_ctx *ctx, size_t slots, deny_cache **out);
-void deny_cache_free(weir_ctx *ctx, deny_cache *c);
+weir_status weir__deny_cache_new(weir_ctx *ctx, size_t slots, deny_cache **out);
+void weir__deny_cache_free(weir_ctx *ctx, deny_cache *c);
 
 /* Whether every op of the batch is a cost-1 TAKE or look of a key denied
  * until after @now_mono: then each op's status and result are filled
  * (times relative to @now_mono) and true is returned. */
-bool deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_mono);
+bool weir__deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_mono);
 
 /* Remember the cost-1 denials of a batch Redis decided; @asked_mono is
  * when the batch was submitted (before Redis decided: so a denial never
  * outlives Redis's). */
-void deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t asked_mono);
+void weir__deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t asked_mono);
 
 #endif /* WEIR_STORE_REDIS_DENY_CACHE_H */

@@ -13,6 +13,7 @@
 
 #include "core/context.h"
 #include "store/redis/codec.h"
+#include "store/redis/reader.h"
 #include "store/redis/redis_internal.h"
 
 #define DEFAULT_TIMEOUT_US 5000
@@ -22,7 +23,7 @@
 #define DEFAULT_BREAKER_COOLDOWN_US 1000000
 #define MAX_DB 1000000
 
-int64_t redis_mono_us(void)
+int64_t weir__redis_mono_us(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -58,7 +59,7 @@ const char *weir_redis_breaker_name(weir_redis_breaker b)
     return "unknown";
 }
 
-int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap)
+int weir__redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap)
 {
     int n = 0;
     const weir_redis_options *o = &rs->o;
@@ -86,7 +87,7 @@ int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf,
     return n;
 }
 
-void redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out)
+void weir__redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out)
 {
     if (function) {
         *out = (redis_setup_cmd){
@@ -119,9 +120,9 @@ static void r_destroy(weir_store *s)
 static const weir__store_ops redis_ops = {
     .caps = WEIR_STORE_SHARED_KEYS,
     .submit = r_submit,
-    .session_new = redis_session_new,
-    .session_submit = redis_session_submit,
-    .session_free = redis_session_free,
+    .session_new = weir__redis_session_new,
+    .session_submit = weir__redis_session_submit,
+    .session_free = weir__redis_session_free,
     .destroy = r_destroy,
     .check_limit = weir__redis_limit_fits,
 };
@@ -205,7 +206,7 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     }
     memcpy(rs->library, WEIR__REDIS_LIBRARY_HEAD, head);
     memcpy(rs->library + head, weir__redis_script, weir__redis_script_len + 1);
-    breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
+    weir__breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
     *out = &rs->base;
     return WEIR_OK;
 }
@@ -240,10 +241,12 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
         return WEIR_EUNAVAIL;
     }
     redisSetTimeout(c, tv);
+    weir__redis_reader_caps caps;
+    weir__redis_reader_cap(c->reader, &caps);
     weir_status st = WEIR_OK;
     redis_setup_cmd setup[2];
     char dbbuf[16];
-    int n = redis_setup_cmds(rs, setup, dbbuf, sizeof(dbbuf));
+    int n = weir__redis_setup_cmds(rs, setup, dbbuf, sizeof(dbbuf));
     for (int i = 0; i < n && st == WEIR_OK; i++) {
         redisReply *r = redisCommandArgv(c, setup[i].argc, setup[i].argv, setup[i].argvlen);
         if (!r) {
@@ -258,7 +261,7 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
     }
     for (int function = 1; st == WEIR_OK && function >= 0; function--) {
         redis_setup_cmd load;
-        redis_load_cmd(rs, function, &load);
+        weir__redis_load_cmd(rs, function, &load);
         redisReply *r = redisCommandArgv(c, load.argc, load.argv, load.argvlen);
         if (!r) {
             snprintf(msg, cap, "Redis did not answer: %s", c->errstr);
@@ -286,7 +289,7 @@ weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out)
     if (!is_redis(store) || !out)
         return WEIR_EINVAL;
     redis_store *rs = (redis_store *)store;
-    out->breaker = breaker_state(&rs->br);
+    out->breaker = weir__breaker_state(&rs->br);
     out->breaker_opened = atomic_load(&rs->br.opened);
     out->connections = atomic_load(&rs->connections);
     out->connects = atomic_load(&rs->connects);

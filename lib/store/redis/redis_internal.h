@@ -29,14 +29,14 @@ typedef struct redis_store {
 
 /* Monotonic microseconds: timeouts and the breaker run on real time,
  * whatever clock decisions are made at. */
-int64_t redis_mono_us(void);
+int64_t weir__redis_mono_us(void);
 
 /* conn.c: the session entries of the store's table. */
-weir_status redis_session_new(weir_store *s, const weir_loop_adapter *loop,
-                              weir_store_session **out);
-weir_status redis_session_submit(weir_store_session *ss, weir_op *ops, size_t n, int64_t now_us,
-                                 unsigned flags, weir_store_cb cb, void *arg);
-void redis_session_free(weir_store_session *ss);
+weir_status weir__redis_session_new(weir_store *s, const weir_loop_adapter *loop,
+                                    weir_store_session **out);
+weir_status weir__redis_session_submit(weir_store_session *ss, weir_op *ops, size_t n,
+                                       int64_t now_us, unsigned flags, weir_store_cb cb, void *arg);
+void weir__redis_session_free(weir_store_session *ss);
 
 /* The commands a new connection sends first, synchronous or not: AUTH and
  * SELECT when configured. Fills up to 2 commands of up to 3 arguments;
@@ -46,12 +46,13 @@ typedef struct redis_setup_cmd {
     const char *argv[4];
     size_t argvlen[4];
 } redis_setup_cmd;
-int redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf, size_t dbcap);
+int weir__redis_setup_cmds(const redis_store *rs, redis_setup_cmd out[2], char *dbbuf,
+                           size_t dbcap);
 
 /* Loading the script: as a function library (FUNCTION LOAD REPLACE, Redis
  * 7: set up once, called with FCALL), or, where that is refused (an older
  * Redis, an ACL without FUNCTION), as a script (SCRIPT LOAD, EVALSHA). */
-void redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out);
+void weir__redis_load_cmd(const redis_store *rs, bool function, redis_setup_cmd *out);
 
 static inline void redis_count(_Atomic uint64_t *c, uint64_t d)
 {

@@ -1,20 +1,23 @@
 --[[
-script.lua - weir's Redis script, wire format 1 (lib/store/redis/codec.h).
+script.lua - weir's Redis script, wire format 2 (lib/store/redis/codec.h).
 
 Runs every algorithm of weir/algo.h on state kept in Redis and decides
 exactly as the C step functions (lib/algo/*.c) decide on their own state,
 for every limit weir__redis_limit_fits() accepts; an atomic batch runs as
 the memory store's run_atomic() does (lib/store/memstore.c).
 
-Keys: one per op. Arguments: 1 (the format), m, then per batch "now flags
-n" and 11 per op: kind hits lease algorithm limit window_us burst
-sub_windows unit rate capacity. Reply: Redis's TIME in microseconds when a
-batch's now was "-" (else 0), then 8 integers per op: status allowed limit
-remaining reset_after retry_after delay lease.
+Keys: one per op. Arguments: 2 (the format), L, L limits (each one
+argument, "algorithm limit window_us burst sub_windows unit rate
+capacity"), m, then per batch "now flags n" and 4 per op: kind hits lease
+and the index (1 .. L) of its limit. Reply: Redis's TIME in microseconds
+when a batch's now was "-" (else 0), then per op its status when it
+failed, else limit x 8 + flags (1 allowed, 2 delay follows, 4 lease
+follows), remaining, reset_after, and the retry_after of a denial, the
+delay and the lease when flagged.
 
 Two ways to run it: as a script (EVAL, EVALSHA), or, on Redis 7, loaded
 once as a function library ("#!lua name=<library>" and this text, FUNCTION
-LOAD) and called as FCALL weir_v1, with the same arguments after the name.
+LOAD) and called as FCALL weir_v2, with the same arguments after the name.
 A script sets up its helpers again at every call; a library does it once.
 
 State, one key per op (times in integer microseconds):
@@ -39,14 +42,22 @@ State, one key per op (times in integer microseconds):
       that ZRANGE -2 -1 reads the newest lease and the id counter at once.
 A state that is not this algorithm's or not valid for the limit is a fresh
 key, replaced when the op charges. After a charge the key expires when it is
-back at rest: reset_after rounded up to a millisecond (a sorted set's
-from the end of the call, and 2 ms at least: see `expire`); a release
-leaves the expiry the last acquire set, so the lease ids live as long as a
-lease.
+back at rest: reset_after rounded up to a millisecond (from the end of the
+call, where the writes are made; a sorted set's 2 ms at least: see
+`expire`); a release leaves the expiry the last acquire set, so the lease
+ids live as long as a lease.
+
+Cost: Redis pays for every command the script calls and for every argument
+and reply integer, so a call reads every string state with one MGET,
+writes each string key it charged once, at the end (PSETEX, its last
+value), and sends each limit once; a library keeps what it parsed and the
+tables it fills from call to call; the ops' results are as short as the
+format allows.
 
 Exactness: Lua numbers are doubles, so every quantity held stays below 2^53
 (times are below 2^52; weir__redis_limit_fits() bounds the limits). Every
-division goes through idiv()/cdiv(), which correct the rounded quotient;
+division goes through idiv()/cdiv() (or their steps inline, where hot),
+which correct the rounded quotient;
 products that may pass 2^53 (the sliding counter's count x sub-window) go
 through muldiv(), which compares exact products of 24-bit limbs. GCRA's
 TAT, nanoseconds in C, is kept as microseconds and the nanoseconds past
@@ -57,14 +68,14 @@ the numbers held are bounded by the capacity in ticks.
 -- Lua's own functions, bound at the first call (a library being loaded
 -- sees no globals but `redis`).
 local tonumber, type, floor, unpack, pairs, tostring
-local spack, sunpack, ssub, srep, sfmt
+local spack, sunpack, ssub, srep, sfmt, smatch
 
 local function bind()
     local G = _G
     tonumber, type, floor, unpack = G.tonumber, G.type, G.math.floor, G.unpack
     pairs, tostring = G.pairs, G.tostring
     spack, sunpack = G.struct.pack, G.struct.unpack
-    ssub, srep, sfmt = G.string.sub, G.string.rep, G.string.format
+    ssub, srep, sfmt, smatch = G.string.sub, G.string.rep, G.string.format, G.string.match
 end
 
 local OK, EINVAL, ENOLEASE, EALGO = 0, -1, -4, -9
@@ -77,9 +88,11 @@ local CHUNK = 500 -- members per ZADD (a Lua call takes at most 8000 arguments)
 ---------------------------------------------------------------- arithmetic
 
 -- floor(a / b) for integers 0 <= a < 2^53, b >= 1. The rounded quotient is
--- at most one above the floor, and then q*b = a + 1 is exact.
+-- at most one above the floor, and then q*b = a + 1 is exact. (x - x % 1
+-- is floor(x), exactly, without a call.)
 local function idiv(a, b)
-    local q = floor(a / b)
+    local q = a / b
+    q = q - q % 1
     if q * b > a then
         return q - 1
     end
@@ -88,7 +101,8 @@ end
 
 -- ceil(a / b), same domain
 local function cdiv(a, b)
-    local q = floor(a / b)
+    local q = a / b
+    q = q - q % 1
     if q * b < a then
         return q + 1
     end
@@ -172,61 +186,182 @@ end
 
 -- x is an integer in [lo, hi] (false for NaN)
 local function int_in(x, lo, hi)
-    return x >= lo and x <= hi and x == floor(x)
+    return x >= lo and x <= hi and x % 1 == 0
 end
 
 ---------------------------------------------------------------- state
 
--- The call's: its keys and arguments, redis.call and redis.pcall (which a
--- library has only while it runs), its reply.
-local Keys, Argv, rcall, rpcall, out
+-- The call's: its keys, redis.call and redis.pcall (which a library has
+-- only while it runs).
+local Keys, rcall, rpcall
 
--- String states, read once per call: later ops on the key (an atomic
--- batch's charge after its check, the same key twice) reuse what was read
--- or written. A key of another type, or none, reads as false.
-local cache
+-- The reply, made as the ops are decided: `nout` integers so far. A
+-- library keeps the table from call to call (no table to grow at each
+-- call); Redis reads it up to the first nil.
+local reply, nout = {}, 0
 
-local function sget(key)
-    local v = cache[key]
-    if v == nil then
-        v = rpcall('GET', key)
-        if type(v) ~= 'string' then
-            v = false
+-- Put an op's result in the reply (codec.h: a failed op's status; else
+-- limit x 8 + flags, remaining, reset_after, and retry_after, delay, lease
+-- as need be). The hot paths put theirs themselves.
+local function emit(st, al, li, re, rs, rt, de, le)
+    local n = nout
+    if st ~= OK then
+        reply[n + 1], nout = st, n + 1
+    elseif al == 0 then
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = li * 8, re, rs, rt
+        nout = n + 4
+    else
+        local h = li * 8 + 1
+        if de > 0 then
+            h = h + 2
         end
-        cache[key] = v
+        if le > 0 then
+            h = h + 4
+        end
+        reply[n + 1], reply[n + 2], reply[n + 3] = h, re, rs
+        n = n + 3
+        if de > 0 then
+            reply[n + 1], n = de, n + 1
+        end
+        if le > 0 then
+            reply[n + 1], n = le, n + 1
+        end
+        nout = n
     end
+end
+
+-- String states. fetched[i] is op i's key as one MGET read it at the
+-- start of the call (false: no key, or one of another type, which MGET
+-- reads as nil: a fresh state as it is). slot[key] is what the call did to
+-- the key since: nil nothing; STALE a sorted-set op changed it (read it
+-- again); else k, its entry in wv, wt, wk: the value the call wrote (or
+-- read again), the TTL to write it with, and the key while that write is
+-- still to be made. One PSETEX per entry at the end of the call, of the
+-- last value written (a key charged by several batches is written once);
+-- a sorted-set op on such a key writes it first (flush()), so that Redis
+-- holds what the ops before it wrote. A library keeps wv, wt, wk (nw
+-- entries this call) from call to call.
+local fetched, slot
+local nw, wv, wt, wk = 0, {}, {}, {}
+local STALE = 0
+
+local function sget(key, i)
+    local k = slot[key]
+    if k == nil then
+        return fetched[i]
+    elseif k ~= STALE then
+        return wv[k]
+    end
+    local v = rpcall('GET', key)
+    if type(v) ~= 'string' then
+        v = false
+    end
+    nw = nw + 1
+    slot[key], wv[nw], wk[nw] = nw, v, false
     return v
 end
 
--- Sorted sets written by this call, and when they are back at rest
--- (microseconds from their op's now): one PEXPIRE each, at the end of the
--- call, of at least 2 ms. (Redis 7.0's PEXPIRE deletes the key at once
+local function flush(key)
+    local k = slot[key]
+    if k and k ~= STALE and wk[k] then
+        rcall('PSETEX', key, wt[k], wv[k])
+        wk[k] = false
+    end
+end
+
+-- Sorted sets written by this call (a table once there is one), and when
+-- they are back at rest (microseconds from their op's now): one PEXPIRE
+-- each at the end of the call, of at least 2 ms, unless a string state
+-- replaced the set since. (Redis 7.0's PEXPIRE deletes the key at once
 -- when its expiry is not past the current millisecond, which a 1 ms TTL
 -- is if the clock ticks during the command; PSETEX never deletes.)
 local expire
 
--- A TTL in milliseconds. Redis turns a number argument into text with an
--- exponent past 7 trailing zeros (7.2's shortest form), which it does not
--- take for an integer: from 10^8 ms on, the number goes as text.
-local function ttl_ms(reset_us)
-    local ms = cdiv(reset_us, 1000)
-    return ms < 100000000 and ms or sfmt('%d', ms)
+-- A sorted-set op changed `key` (and it is at rest `reset_us` from now).
+local function zchanged(key, reset_us)
+    slot[key] = STALE
+    if reset_us then
+        expire = expire or {}
+        expire[key] = reset_us
+    end
 end
 
--- An atomic batch's first pass decides its TAKEs with `write` set when a
--- TAKE is its key's only op and the state is a string: the write is kept
--- here, and made by the second pass if every TAKE admits (the decision is
--- the charge's already). Keyed by key, as such a key is the op's alone.
-local planning, planned, planned_ttl
+-- TTLs go as text: Redis formats a number argument with "%.17g" (7.2: its
+-- shortest form, with an exponent past 7 trailing zeros, which it does not
+-- take for an integer), dearer than "%d" here; and those of fewer than
+-- TTL_MEMO milliseconds are made once (a library keeps them).
+local TTL_MEMO = 10000
+local ttl_text = {}
 
-local function sset(key, v, reset_us)
-    if planning then
-        planned[key], planned_ttl[key] = v, ttl_ms(reset_us)
-        return
+-- A TTL of reset_us rounded up to a millisecond.
+local function ttl_ms(reset_us)
+    local ms = cdiv(reset_us, 1000)
+    if ms < TTL_MEMO then
+        local t = ttl_text[ms]
+        if not t then
+            t = sfmt('%d', ms)
+            ttl_text[ms] = t
+        end
+        return t
     end
-    rcall('PSETEX', key, ttl_ms(reset_us), v)
-    cache[key] = v
-    expire[key] = nil
+    return sfmt('%d', ms)
+end
+
+-- An atomic batch's first pass charges its TAKEs when each is its key's
+-- only op and the state a string (the decision is the charge's already),
+-- and undoes them if a TAKE is denied. The entries it makes are those past
+-- the batch's first, nw0; and it keeps here how to undo the rest (nundo of
+-- them: a key that was STALE, or a key and its entry's value, TTL and key
+-- before).
+local planning, nw0, nundo, undo = false, 0, 0, {}
+
+-- Key's string state is v now, at rest reset_us from now (written at the
+-- end of the call).
+local function sset(key, v, reset_us)
+    local ms = reset_us / 1000 -- cdiv(reset_us, 1000), as ttl_ms()
+    ms = ms - ms % 1
+    if ms * 1000 < reset_us then
+        ms = ms + 1
+    end
+    local ttl = ttl_text[ms] or ttl_ms(reset_us)
+    local k = slot[key]
+    if k == nil then
+        k = nw + 1
+        nw, slot[key] = k, k
+    elseif k == STALE then
+        if planning then
+            undo[nundo * 4 + 1], undo[nundo * 4 + 2], nundo = key, STALE, nundo + 1
+        end
+        k = nw + 1
+        nw, slot[key] = k, k
+    elseif planning then
+        local u = nundo * 4
+        undo[u + 1], undo[u + 2], undo[u + 3], undo[u + 4] = key, wv[k], wt[k], wk[k]
+        nundo = nundo + 1
+    end
+    wv[k], wt[k], wk[k] = v, ttl, key
+end
+
+-- Undo the writes of the planning pass: an entry one changed is as it was
+-- (a value: a string or false), one it made is dropped (its key's slot as
+-- it was: STALE or nil).
+local function unplan()
+    for u = nundo * 4 - 4, 0, -4 do
+        local key, was = undo[u + 1], undo[u + 2]
+        local k = slot[key]
+        if was == STALE then
+            slot[key], wk[k] = STALE, false
+        else
+            wv[k], wt[k], wk[k] = was, undo[u + 3], undo[u + 4]
+        end
+    end
+    nundo = 0
+    for k = nw0 + 1, nw do
+        local key = wk[k]
+        if key and slot[key] == k then
+            slot[key], wk[k] = nil, false
+        end
+    end
 end
 
 -- ZADD `count` members at one score: the serials first.. as ">d", or, for
@@ -254,9 +389,9 @@ end
 
 ---------------------------------------------------------------- algorithms
 -- Each decides one TAKE (write = true: charge when admitted) or CHECK
--- (write = false) of cost `hits` at `now`, for the op whose arguments start
--- at Argv[a], and returns status, allowed (0/1), limit, remaining,
--- reset_after, retry_after, delay, lease. The limit is not a ban.
+-- (write = false) of cost `hits` at `now` under the limit L (see lim()),
+-- for op i on `key`, puts its result in the reply (see emit()), and
+-- returns allowed (0/1). The limit is not a ban.
 
 local function drain_time(units, rate)
     if rate == 1 then
@@ -266,15 +401,17 @@ local function drain_time(units, rate)
 end
 
 -- bucket.c: the token bucket, the leaky bucket policer and shaper
-local function bucket(key, algo, a, now, hits, write)
-    local burst, unit = tonumber(Argv[a + 6]), tonumber(Argv[a + 8])
-    local rate, cap = tonumber(Argv[a + 9]), tonumber(Argv[a + 10])
+local function bucket(key, L, now, hits, write, i)
+    local algo, burst, unit, rate, cap = L.algo, L.burst, L.unit, L.rate, L.cap
     local level, last = 0, 0
-    local v = sget(key)
+    local v = fetched[i]
+    if slot[key] ~= nil then
+        v = sget(key, i)
+    end
     if v and #v == 17 then
         local tag, l, t = sunpack('<Bdd', v)
-        if tag == algo and l >= 0 and l <= cap and l == floor(l) and t >= 0 and t <= P52 and
-            t == floor(t) then
+        if tag == algo and l >= 0 and l <= cap and l % 1 == 0 and t >= 0 and t <= P52 and
+            t % 1 == 0 then
             level, last = l, t
         end
     end
@@ -304,12 +441,28 @@ local function bucket(key, algo, a, now, hits, write)
     end
     local reset = 0
     if after > 0 then
-        reset = drain_time(after, rate) + back
+        reset = (rate == 1 and after or cdiv(after, rate)) + back
     end
     if write and allowed == 1 and hits > 0 then
         sset(key, spack('<Bdd', algo, after, t), reset)
     end
-    return OK, allowed, burst, idiv(cap - after, unit), reset, retry, delay, 0
+    local x = cap - after -- remaining: idiv(x, unit), inline
+    local rem = x / unit
+    rem = rem - rem % 1
+    if rem * unit > x then
+        rem = rem - 1
+    end
+    local n = nout
+    if allowed == 0 then
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = L.head, rem, reset, retry
+        nout = n + 4
+    elseif delay == 0 then
+        reply[n + 1], reply[n + 2], reply[n + 3] = L.head + 1, rem, reset
+        nout = n + 3
+    else
+        emit(OK, 1, burst, rem, reset, 0, delay, 0)
+    end
+    return allowed
 end
 
 -- A decimal of up to 19 digits as (x div 1000, x mod 1000), exactly.
@@ -324,24 +477,21 @@ local function split3(s)
 end
 
 -- gcra.c, in ticks of d = gcd(unit, 1000) ns, m ticks a microsecond
-local function gcra(key, algo, a, now, hits, write)
-    local burst = tonumber(Argv[a + 6])
-    local u_us, u_ns = split3(Argv[a + 8])
-    local c_us, c_ns = split3(Argv[a + 10])
-    local d, r = 1000, u_ns
-    while r > 0 do
-        d, r = r, d % r
-    end
-    local m = 1000 / d
-    local unit, cap = u_us * m + u_ns / d, c_us * m + c_ns / d
+local function gcra(key, L, now, hits, write, i)
+    local burst, d, m, unit, cap = L.burst, L.d, L.m, L.tunit, L.tcap
     -- the TAT: whole microseconds, and ticks past them
     local tat_us, tat_t = 0, 0
-    local v = sget(key)
+    local v = fetched[i]
+    if slot[key] ~= nil then
+        v = sget(key, i)
+    end
     if v and #v == 17 then
         local tag, x, y = sunpack('<Bdd', v)
-        if tag == 2 and int_in(x, 0, P52 + P51) and int_in(y, 0, 999) then
+        if tag == 2 and x >= 0 and x <= P52 + P51 and x % 1 == 0 and y >= 0 and y <= 999 and
+            y % 1 == 0 then
             -- between two ticks only if the limit changed: round it up
-            tat_us, tat_t = x, cdiv(y, d)
+            -- (a unit of whole microseconds: d = 1000, m = 1, one tick)
+            tat_us, tat_t = x, m == 1 and (y > 0 and 1 or 0) or cdiv(y, d)
             if tat_t == m then
                 tat_us, tat_t = x + 1, 0
             end
@@ -378,32 +528,52 @@ local function gcra(key, algo, a, now, hits, write)
     if big then
         reset = b_us + (b_t > 0 and 1 or 0)
     else
-        reset = cdiv(backlog, m)
+        reset = m == 1 and backlog or cdiv(backlog, m)
         if backlog < cap then
-            remaining = idiv(cap - backlog, unit)
+            local x = cap - backlog -- idiv(x, unit), inline
+            remaining = x / unit
+            remaining = remaining - remaining % 1
+            if remaining * unit > x then
+                remaining = remaining - 1
+            end
         end
     end
     if write and allowed == 1 and hits > 0 then
-        local q = idiv(backlog, m)
+        local q = m == 1 and backlog or idiv(backlog, m)
         sset(key, spack('<Bdd', 2, now + q, (backlog - q * m) * d), reset)
     end
-    return OK, allowed, burst, remaining, reset, retry, 0, 0
+    local n = nout
+    if allowed == 0 then
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] = L.head, remaining, reset, retry
+        nout = n + 4
+    else
+        reply[n + 1], reply[n + 2], reply[n + 3] = L.head + 1, remaining, reset
+        nout = n + 3
+    end
+    return allowed
 end
 
 -- fixed_window.c
-local function fixed(key, algo, a, now, hits, write)
-    local limit, window = tonumber(Argv[a + 4]), tonumber(Argv[a + 5])
+local function fixed(key, L, now, hits, write, i)
+    local limit, window = L.limit, L.window
     local w, count = 0, 0
-    local v = sget(key)
+    local v = fetched[i]
+    if slot[key] ~= nil then
+        v = sget(key, i)
+    end
     if v and #v == 17 then
         local tag, x, y = sunpack('<Bdd', v)
-        if tag == 5 and x >= 0 and x * window <= P52 and x == floor(x) and y >= 0 and
-            y <= limit and y == floor(y) then
+        if tag == 5 and x >= 0 and x * window <= P52 and x % 1 == 0 and y >= 0 and
+            y <= limit and y % 1 == 0 then
             w, count = x, y
         end
     end
     -- an earlier window than the state's (the clock went back) is the state's
-    local cw = idiv(now, window)
+    local cw = now / window -- idiv(now, window), inline
+    cw = cw - cw % 1
+    if cw * window > now then
+        cw = cw - 1
+    end
     if cw <= w then
         cw = w
     else
@@ -425,7 +595,17 @@ local function fixed(key, algo, a, now, hits, write)
     else
         retry = fin - now
     end
-    return OK, allowed, limit, limit - count, count > 0 and fin - now or 0, retry, 0, 0
+    local n = nout
+    if allowed == 0 then
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4] =
+            L.head, limit - count, count > 0 and fin - now or 0, retry
+        nout = n + 4
+    else
+        reply[n + 1], reply[n + 2], reply[n + 3] =
+            L.head + 1, limit - count, count > 0 and fin - now or 0
+        nout = n + 3
+    end
+    return allowed
 end
 
 -- The sliding counter's count of sub-window i, as seen from sub-window
@@ -459,12 +639,10 @@ local function fit_offset(limit, s, f, o, e0, need)
 end
 
 -- sliding_counter.c: k sub-windows of s, k + 1 counters
-local function counter(key, algo, a, now, hits, write)
-    local limit, window, k = tonumber(Argv[a + 4]), tonumber(Argv[a + 5]), tonumber(Argv[a + 7])
-    local s, n = window / k, k + 1 -- k divides the window
-    local fmt = k == 1 and '<Bddd' or '<Bd' .. srep('d', n)
-    local c, cur = nil, 0
-    local v = sget(key)
+local function counter(key, L, now, hits, write, op)
+    local limit, k, s, n, fmt = L.limit, L.k, L.span, L.k + 1, L.fmt
+    local c, cur, cs = nil, 0, 3 -- cs: the slot of sub-window cur
+    local v = sget(key, op)
     if v and #v == 9 + 8 * n then
         c = {sunpack(fmt, v)}
         cur = c[2]
@@ -472,13 +650,16 @@ local function counter(key, algo, a, now, hits, write)
             c = nil
         else
             for i = 3, n + 2 do
-                if not int_in(c[i], 0, limit) then
+                local x = c[i]
+                if not (x >= 0 and x <= limit and x % 1 == 0) then
                     c = nil
                     break
                 end
             end
         end
-        if not c then
+        if c then
+            cs = 3 + cur - idiv(cur, n) * n
+        else
             cur = 0
         end
     end
@@ -488,9 +669,24 @@ local function counter(key, algo, a, now, hits, write)
     if j < cur then
         j, e = cur, 0
     end
+    -- the k full sub-windows: those the state holds, slot by slot
     local full = 0
-    for i = j - k + 1, j do
-        full = full + count_at(c, cur, n, i)
+    if c then
+        local lo, hi = j - k + 1, j < cur and j or cur
+        if lo <= cur - n then
+            lo = cur - n + 1
+        end
+        if lo < 0 then
+            lo = 0
+        end
+        local x = cs - (cur - lo)
+        if x < 3 then
+            x = x + n
+        end
+        for _ = lo, hi do
+            full = full + c[x]
+            x = x == n + 2 and 3 or x + 1
+        end
     end
     local old = count_at(c, cur, n, j - k)
     local wold = 0 -- ceil(old * (s - e) / s): the part still in the window
@@ -553,23 +749,30 @@ local function counter(key, algo, a, now, hits, write)
             end
         end
         -- zero the sub-windows between the state's newest and j
+        local slot = 3 + j - idiv(j, n) * n
         local from = cur + 1
         if j - n + 1 > from then
             from = j - n + 1
         end
-        for i = from, j do
-            c[3 + i - idiv(i, n) * n] = 0
+        local x = slot - (j - from)
+        if x < 3 then
+            x = x + n
         end
-        local slot = 3 + j - idiv(j, n) * n
+        for _ = from, j do
+            c[x] = 0
+            x = x == n + 2 and 3 or x + 1
+        end
         c[slot] = c[slot] + hits
         sset(key, spack(fmt, 7, j, unpack(c, 3, n + 2)), reset)
     end
-    return OK, allowed, limit, remaining, reset, retry, 0, 0
+    emit(OK, allowed, limit, remaining, reset, retry, 0, 0)
+    return allowed
 end
 
 -- sliding_log.c
-local function slog(key, algo, a, now, hits, write)
-    local limit, window = tonumber(Argv[a + 4]), tonumber(Argv[a + 5])
+local function slog(key, L, now, hits, write, op)
+    local limit, window = L.limit, L.window
+    flush(key)
     local top = rpcall('ZRANGE', key, -1, -1, 'WITHSCORES')
     local other = top.err ~= nil -- the key holds something else
     local serial, newest, live = 0, -1, 0
@@ -624,10 +827,10 @@ local function slog(key, algo, a, now, hits, write)
         else
             zadd_run(key, t, hits, serial + 1)
         end
-        expire[key] = reset
-        cache[key] = nil
+        zchanged(key, reset)
     end
-    return OK, allowed, limit, limit - after, reset, retry, 0, 0
+    emit(OK, allowed, limit, limit - after, reset, retry, 0, 0)
+    return allowed
 end
 
 -- concurrency.c: the newest lease's expiry (or -1), the last id given out,
@@ -658,8 +861,9 @@ local function conc_top(key)
     return exp, seq, false
 end
 
-local function conc(key, algo, a, now, hits, write)
-    local limit, window = tonumber(Argv[a + 4]), tonumber(Argv[a + 5])
+local function conc(key, L, now, hits, write, op)
+    local limit, window = L.limit, L.window
+    flush(key)
     local last, seq, other = conc_top(key)
     -- the units held by leases not yet expired
     local held = 0
@@ -688,17 +892,18 @@ local function conc(key, algo, a, now, hits, write)
             else
                 zadd_run(key, exp, hits, 0, seq, SEQ + seq, '#')
             end
-            expire[key] = exp - now
-            cache[key] = nil
+            zchanged(key, exp - now)
             held = held + hits
-            return OK, 1, limit, limit - held, exp - now, 0, 0, seq
+            emit(OK, 1, limit, limit - held, exp - now, 0, 0, seq)
+            return 1
         end
         -- a check reports the state as if the lease had been taken
         local reset = last > now and last - now or 0
         if reset < window then
             reset = window
         end
-        return OK, 1, limit, limit - held - hits, reset, 0, 0, 0
+        emit(OK, 1, limit, limit - held - hits, reset, 0, 0, 0)
+        return 1
     end
     local allowed, retry = 0, 0
     if need <= limit - held then
@@ -711,13 +916,15 @@ local function conc(key, algo, a, now, hits, write)
         local r = rcall('ZRANGE', key, i, i, 'WITHSCORES')
         retry = tonumber(r[2]) - now
     end
-    return OK, allowed, limit, held >= limit and 0 or limit - held, last > now and last - now or 0,
-        retry, 0, 0
+    emit(OK, allowed, limit, held >= limit and 0 or limit - held, last > now and last - now or 0,
+        retry, 0, 0)
+    return allowed
 end
 
 -- weir_release(): reap the expired leases, then give lease `id` back
-local function release(key, a, now, id)
-    local limit = tonumber(Argv[a + 4])
+local function release(key, L, now, id)
+    local limit = L.limit
+    flush(key)
     if type(rpcall('ZREMRANGEBYSCORE', key, 0, now)) ~= 'number' then
         return ENOLEASE, 0, 0, 0, 0, 0, 0, 0
     end
@@ -725,7 +932,7 @@ local function release(key, a, now, id)
     if not exp then
         return ENOLEASE, 0, 0, 0, 0, 0, 0, 0
     end
-    cache[key] = nil
+    zchanged(key)
     -- the lease's units share its expiry; rarely, other leases do too
     local ms = rcall('ZRANGEBYSCORE', key, exp, exp)
     local prefix, mine, nm = spack('>d', id), {}, 0
@@ -751,141 +958,266 @@ local function release(key, a, now, id)
     return OK, 1, limit, held >= limit and 0 or limit - held, reset, 0, 0, 0
 end
 
----------------------------------------------------------------- batches
+---------------------------------------------------------------- limits
 
-local FAMILY = {['1'] = bucket, ['2'] = gcra, ['3'] = bucket, ['4'] = bucket, ['5'] = fixed,
-                ['6'] = slog, ['7'] = counter, ['8'] = conc}
-local NUM = {['1'] = 1, ['2'] = 2, ['3'] = 3, ['4'] = 4, ['5'] = 5, ['6'] = 6, ['7'] = 7,
-             ['8'] = 8}
+local FAMILY = {bucket, gcra, bucket, bucket, fixed, slog, counter, conc}
 -- the algorithms whose state is a string (sget/sset)
-local STRING = {['1'] = true, ['2'] = true, ['3'] = true, ['4'] = true, ['5'] = true,
-                ['7'] = true}
+local STRING = {true, true, true, true, true, false, true, false}
+local LIMIT = '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$'
+local PARSED_MAX = 1000
 
--- Decide op i (its arguments from Argv[a]) with `hits`, charging it when
--- `write`, and put its result in the reply. Returns its status and allowed.
-local function decide(i, a, now, hits, write)
-    local algo = Argv[a + 3]
-    local f = FAMILY[algo]
-    local p = i * 8 - 6 -- out[1] is the time
-    local st, al, li, re, rs, rt, de, le
-    if not f then
-        st, al, li, re, rs, rt, de, le = EINVAL, 0, 0, 0, 0, 0, 0, 0
-    elseif Argv[a + 4] == '0' then -- a ban: weir__ban_result()
-        st, al, li, re, rs, rt, de, le = OK, 0, 0, 0, 0, -1, 0, 0
-    else
-        st, al, li, re, rs, rt, de, le = f(Keys[i], NUM[algo], a, now, hits, write)
+-- Limits parsed, by their argument. A library keeps them from call to call
+-- (PARSED_MAX at most, then it starts over); a script, for its call.
+local parsed, nparsed = {}, 0
+
+-- The limit sent as `s`: its fields as numbers, and what its algorithm
+-- derives from them (f: the algorithm's function, nil for an unknown one;
+-- ban: limit 0). nil when `s` is not a limit.
+local function lim(s)
+    local L = parsed[s]
+    if L then
+        return L
     end
-    out[p], out[p + 1], out[p + 2], out[p + 3] = st, al, li, re
-    out[p + 4], out[p + 5], out[p + 6], out[p + 7] = rs, rt, de, le
-    return st, al
+    local al, li, wi, bu, k, un, ra, ca = smatch(s, LIMIT)
+    if not al then
+        return nil
+    end
+    L = {algo = tonumber(al), limit = tonumber(li), window = tonumber(wi), burst = tonumber(bu),
+         k = tonumber(k), unit = tonumber(un), rate = tonumber(ra), cap = tonumber(ca)}
+    L.f, L.string, L.ban = FAMILY[L.algo], STRING[L.algo], L.limit == 0
+    -- a result's head (codec.h): its limit is the burst for the buckets
+    -- and GCRA, the limit for the others
+    L.head = (L.algo <= 4 and L.burst or L.limit) * 8
+    if L.algo == 2 then
+        -- in ticks of d = gcd(unit, 1000) ns, m ticks a microsecond
+        local u_us, u_ns = split3(un)
+        local c_us, c_ns = split3(ca)
+        local d, r = 1000, u_ns
+        while r > 0 do
+            d, r = r, d % r
+        end
+        L.d, L.m = d, 1000 / d
+        L.tunit, L.tcap = u_us * L.m + u_ns / d, c_us * L.m + c_ns / d
+    elseif L.algo == 7 and L.k >= 1 then
+        L.span = L.window / L.k -- k divides the window
+        L.fmt = L.k == 1 and '<Bddd' or '<Bd' .. srep('d', L.k + 1)
+    end
+    if nparsed == PARSED_MAX then
+        parsed, nparsed = {}, 0
+    end
+    parsed[s], nparsed = L, nparsed + 1
+    return L
 end
 
-local function fail(i, st)
-    local p = i * 8 - 6
-    out[p], out[p + 1], out[p + 2], out[p + 3] = st, 0, 0, 0
-    out[p + 4], out[p + 5], out[p + 6], out[p + 7] = 0, 0, 0, 0
+---------------------------------------------------------------- batches
+
+-- The call's arguments, and its limits by the index ops name them with
+-- (IDX[l]: l's text, made once).
+local Argv, Lims
+local IDX = {}
+
+-- Numbers of at most 3 digits by their text, as tonumber() gives them
+-- (which costs more than a look-up): NUMS[s] or num(s).
+local NUMS = {}
+
+local function num(s)
+    local v = tonumber(s)
+    if #s <= 3 then
+        NUMS[s] = v
+    end
+    return v
+end
+
+-- The limit of the op whose arguments start at Argv[a].
+local function lim_of(a)
+    local L = Lims[Argv[a + 3]]
+    if not L then
+        error('weir: no limit ' .. tostring(Argv[a + 3]))
+    end
+    return L
+end
+
+-- Decide op i under limit L with `hits`, charging it when `write`, and put
+-- its result in the reply. Returns its status and allowed.
+local function decide(i, L, now, hits, write)
+    local f = L.f
+    if not f then
+        emit(EINVAL)
+        return EINVAL, 0
+    elseif L.ban then -- weir__ban_result()
+        emit(OK, 0, 0, 0, 0, -1, 0, 0)
+        return OK, 0
+    end
+    return OK, f(Keys[i], L, now, hits, write, i)
 end
 
 -- An op of an independent batch: decided and charged on its own.
 local function run_one(i, a, now)
-    local kind = Argv[a]
+    local kind, L = Argv[a], Lims[Argv[a + 3]] or lim_of(a)
     if kind == '0' or kind == '1' then
-        decide(i, a, now, tonumber(Argv[a + 1]), kind == '0')
-    elseif kind ~= '2' or not FAMILY[Argv[a + 3]] then
-        fail(i, EINVAL)
-    elseif Argv[a + 3] ~= '8' then
-        fail(i, EALGO)
-    elseif Argv[a + 4] == '0' then
-        fail(i, ENOLEASE)
+        local hits, f = Argv[a + 1], L.f
+        hits = NUMS[hits] or num(hits)
+        if f and not L.ban then
+            f(Keys[i], L, now, hits, kind == '0', i)
+        else
+            decide(i, L, now, hits, false)
+        end
+    elseif kind ~= '2' or not L.f then
+        emit(EINVAL)
+    elseif L.algo ~= 8 then
+        emit(EALGO)
+    elseif L.ban then
+        emit(ENOLEASE)
     else
-        local p = i * 8 - 6
-        out[p], out[p + 1], out[p + 2], out[p + 3], out[p + 4], out[p + 5], out[p + 6], out[p + 7] =
-            release(Keys[i], a, now, tonumber(Argv[a + 2]))
+        emit(release(Keys[i], L, now, tonumber(Argv[a + 2])))
     end
 end
 
--- An atomic batch of n ops from op i0 (arguments from Argv[a0]): every op
--- decided first, a key's TAKEs with the hits of its earlier TAKEs; all the
--- TAKEs charged in order if all admit, else none (those that would have
--- admitted report a look with no hits). A RELEASE, or an op the memory
--- store would refuse, fails the whole batch with nothing charged.
+-- An atomic batch of n ops from op i0 (arguments from Argv[a0]), as the
+-- memory store runs one: every op decided first, a key's TAKEs with the
+-- hits of its earlier TAKEs; all the TAKEs charged in order if all admit,
+-- else none (those that would have admitted report a look with no hits).
+-- A RELEASE, or an op the memory store would refuse, fails the whole
+-- batch with nothing charged.
 local function run_atomic(i0, a0, n, now)
-    local ops = n > 1 and {} or nil -- ops per key
+    -- a key with more than one op (for a big batch, maybe)
+    local shared = n > 8
+    for i = i0 + 1, shared and 0 or i0 + n - 1 do
+        local key = Keys[i]
+        for ii = i0, i - 1 do
+            if Keys[ii] == key then
+                shared = true
+            end
+        end
+    end
+    local sums = shared and {} or nil -- the hits of a key's TAKEs so far
+    -- The first pass. When every key is its op's alone, it decides the
+    -- batch: a string state's charge is made as it is decided, and undone
+    -- if a TAKE is denied. Else (a denial, a shared key, a sorted set to
+    -- charge) the batch is decided again below, from the same state.
+    local out0, again, denied = nout, shared, false
+    planning, nw0, nundo = true, nw, 0
     for j = 0, n - 1 do
-        local kind = Argv[a0 + 11 * j]
-        if kind ~= '0' and kind ~= '1' or not FAMILY[Argv[a0 + 11 * j + 3]] then
-            for jj = 0, n - 1 do
-                fail(i0 + jj, EINVAL)
+        local i, a = i0 + j, a0 + 4 * j
+        local kind, L = Argv[a], Lims[Argv[a + 3]] or lim_of(a)
+        local take, f = kind == '0', L.f
+        if not take and kind ~= '1' or not f then
+            planning = false
+            unplan()
+            nout = out0
+            for _ = 1, n do
+                emit(EINVAL)
             end
             return
         end
-        if ops then
-            local key = Keys[i0 + j]
-            ops[key] = (ops[key] or 0) + 1
-        end
-    end
-    local sums = ops and {} -- the hits of a key's TAKEs so far
-    local denied = false
-    if not planned then
-        planned, planned_ttl = {}, {}
-    end
-    planning = true
-    for j = 0, n - 1 do
-        local i, a = i0 + j, a0 + 11 * j
-        local key, take = Keys[i], Argv[a] == '0'
-        local hits = tonumber(Argv[a + 1])
+        local hits = Argv[a + 1]
+        hits = NUMS[hits] or num(hits)
         if sums and take then
+            local key = Keys[i]
             local before = sums[key]
             if before then
                 hits = hits + before
             end
             sums[key] = hits
         end
-        local plan = take and (not ops or ops[key] == 1) and STRING[Argv[a + 3]] or false
-        local st, al = decide(i, a, now, hits, plan)
-        if st == OK and take and al == 0 then
+        local plan = take and not shared and L.string
+        if take and not plan then
+            again = true
+        end
+        if L.ban then
+            emit(OK, 0, 0, 0, 0, -1, 0, 0) -- weir__ban_result()
+            denied = denied or take
+        elseif f(Keys[i], L, now, hits, plan, i) == 0 and take then
             denied = true
         end
     end
     planning = false
-    -- The second pass: an op alone on its key has its result already (a
-    -- string state's charge was planned: write it, or forget it); the
-    -- others are decided again, in order, as they are charged.
-    for j = 0, n - 1 do
-        local i, a = i0 + j, a0 + 11 * j
-        local key, take = Keys[i], Argv[a] == '0'
-        local alone = not ops or ops[key] == 1
-        if take and alone and STRING[Argv[a + 3]] then
-            local v = planned[key]
-            if v then
-                if not denied then
-                    rcall('PSETEX', key, planned_ttl[key], v)
-                    cache[key], expire[key] = v, nil
-                end
-                planned[key] = nil
+    if not again and not denied then
+        return
+    end
+    unplan()
+    nout = out0
+    if denied then
+        -- nothing charged: each op as the first pass decided it, the TAKEs
+        -- that would have admitted as a look with no hits
+        sums = shared and {} or nil
+        for j = 0, n - 1 do
+            local i, a = i0 + j, a0 + 4 * j
+            local take, L = Argv[a] == '0', Lims[Argv[a + 3]]
+            local hits = tonumber(Argv[a + 1])
+            if sums and take then
+                local key = Keys[i]
+                hits = hits + (sums[key] or 0)
+                sums[key] = hits
             end
-        elseif not denied and (take or not alone) then
-            decide(i, a, now, tonumber(Argv[a + 1]), take)
+            local at = nout
+            local st, al = decide(i, L, now, hits, false)
+            if st == OK and take and al == 1 then
+                nout = at
+                decide(i, L, now, 0, false)
+            end
         end
-        if denied and take and out[i * 8 - 6] == OK and out[i * 8 - 5] == 1 then
-            decide(i, a, now, 0, false)
+    else
+        -- every TAKE admits: each op decided again in order, charged
+        for j = 0, n - 1 do
+            local i, a = i0 + j, a0 + 4 * j
+            decide(i, Lims[Argv[a + 3]], now, tonumber(Argv[a + 1]), Argv[a] == '0')
         end
     end
 end
+
+local MGET_CHUNK = 1000 -- keys per MGET (a Lua call takes at most 8000 arguments)
 
 local function main(keys, argv)
     if not floor then
         bind()
     end
     Keys, Argv, rcall, rpcall = keys, argv, redis.call, redis.pcall
-    out, cache, expire = {0}, {}, {}
-    planning, planned, planned_ttl = false, nil, nil
-    if argv[1] ~= '1' then
+    if argv[1] ~= '2' then
         return redis.error_reply('weir: unknown wire format ' .. tostring(argv[1]))
     end
+    -- the limit table
+    local nl = argv[2]
+    nl = NUMS[nl] or num(nl)
+    local strings = false
+    Lims = {}
+    for l = 1, nl do
+        local L = lim(argv[2 + l])
+        if not L then
+            return redis.error_reply('weir: not a limit: ' .. tostring(argv[2 + l]))
+        end
+        local k = IDX[l]
+        if not k then
+            k = tostring(l)
+            IDX[l] = k
+        end
+        Lims[k] = L
+        strings = strings or L.string
+    end
+    slot, expire, nw, nout = {}, nil, 0, 1
+    -- every op's string state at once
+    local nk = #keys
+    if not strings then
+        fetched = {}
+    elseif nk <= MGET_CHUNK then
+        fetched = rcall('MGET', unpack(keys))
+    else
+        fetched = {}
+        for k0 = 1, nk, MGET_CHUNK do
+            local k1 = k0 + MGET_CHUNK - 1
+            if k1 > nk then
+                k1 = nk
+            end
+            local vs = rcall('MGET', unpack(keys, k0, k1))
+            for k = k0, k1 do
+                fetched[k] = vs[k - k0 + 1]
+            end
+        end
+    end
     local clock = nil
-    local a, i = 3, 1
-    for _ = 1, tonumber(argv[2]) do
+    local a, i = 4 + nl, 1
+    local m = argv[a - 1]
+    for _ = 1, NUMS[m] or num(m) do
         local now = argv[a]
         if now == '-' then
             if not clock then
@@ -896,26 +1228,42 @@ local function main(keys, argv)
         else
             now = tonumber(now)
         end
-        local atomic, n = argv[a + 1] == '1', tonumber(argv[a + 2])
+        local atomic, n = argv[a + 1] == '1', argv[a + 2]
+        n = NUMS[n] or num(n)
         a = a + 3
         if atomic then
             run_atomic(i, a, n, now)
         else
             for j = 0, n - 1 do
-                run_one(i + j, a + 11 * j, now)
+                run_one(i + j, a + 4 * j, now)
             end
         end
-        a, i = a + 11 * n, i + n
+        a, i = a + 4 * n, i + n
     end
-    for key, reset in pairs(expire) do
-        rcall('PEXPIRE', key, reset > 1000 and ttl_ms(reset) or '2')
+    for k = 1, nw do
+        local key = wk[k]
+        if key then
+            rcall('PSETEX', key, wt[k], wv[k])
+        end
     end
-    out[1] = clock or 0
-    return out
+    if expire then
+        for key, reset in pairs(expire) do
+            local k = slot[key]
+            if k == STALE or not wk[k] then -- else a string replaced the set
+                rcall('PEXPIRE', key, reset > 1000 and ttl_ms(reset) or '2')
+            end
+        end
+    end
+    reply[1], reply[nout + 1] = clock or 0, nil -- where Redis stops reading
+    local r = reply
+    if nout > 8192 or nw > 1024 then -- not kept: so big a call is rare
+        reply, wv, wt, wk, undo = {}, {}, {}, {}, {}
+    end
+    return r
 end
 
 if redis.register_function then
-    redis.register_function('weir_v1', main) -- FUNCTION LOAD: once
+    redis.register_function('weir_v2', main) -- FUNCTION LOAD: once
 else
     return main(KEYS, ARGV) -- EVAL, EVALSHA: every call
 end

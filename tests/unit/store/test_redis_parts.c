@@ -126,38 +126,38 @@ static void test_breaker_opens_after_failures_in_window(void **state)
 {
     (void)state;
     breaker b;
-    breaker_init(&b, 3, 1000, 500);
+    weir__breaker_init(&b, 3, 1000, 500);
     bool probe;
-    assert_true(breaker_allow(&b, 0, &probe));
+    assert_true(weir__breaker_allow(&b, 0, &probe));
     assert_false(probe);
-    assert_false(breaker_failure(&b, 10, false));
-    assert_false(breaker_failure(&b, 20, false));
+    assert_false(weir__breaker_failure(&b, 10, false));
+    assert_false(weir__breaker_failure(&b, 20, false));
     /* a success in between ends the run */
-    breaker_success(&b, false);
-    assert_false(breaker_failure(&b, 30, false));
-    assert_false(breaker_failure(&b, 40, false));
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_CLOSED);
-    assert_true(breaker_failure(&b, 50, false));
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_OPEN);
+    weir__breaker_success(&b, false);
+    assert_false(weir__breaker_failure(&b, 30, false));
+    assert_false(weir__breaker_failure(&b, 40, false));
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_CLOSED);
+    assert_true(weir__breaker_failure(&b, 50, false));
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_OPEN);
     assert_int_equal(atomic_load(&b.opened), 1);
     /* open: nothing goes through until the cooldown */
-    assert_false(breaker_allow(&b, 100, &probe));
-    assert_false(breaker_allow(&b, 549, &probe));
+    assert_false(weir__breaker_allow(&b, 100, &probe));
+    assert_false(weir__breaker_allow(&b, 549, &probe));
     /* then one probe, and only one */
-    assert_true(breaker_allow(&b, 550, &probe));
+    assert_true(weir__breaker_allow(&b, 550, &probe));
     assert_true(probe);
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_HALF_OPEN);
-    assert_false(breaker_allow(&b, 560, &probe));
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_HALF_OPEN);
+    assert_false(weir__breaker_allow(&b, 560, &probe));
     /* the probe fails: open again, for a whole cooldown */
-    assert_true(breaker_failure(&b, 600, true));
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_OPEN);
-    assert_false(breaker_allow(&b, 1099, &probe));
-    assert_true(breaker_allow(&b, 1100, &probe));
+    assert_true(weir__breaker_failure(&b, 600, true));
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_OPEN);
+    assert_false(weir__breaker_allow(&b, 1099, &probe));
+    assert_true(weir__breaker_allow(&b, 1100, &probe));
     assert_true(probe);
     /* the probe succeeds: closed */
-    breaker_success(&b, true);
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_CLOSED);
-    assert_true(breaker_allow(&b, 1101, &probe));
+    weir__breaker_success(&b, true);
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_CLOSED);
+    assert_true(weir__breaker_allow(&b, 1101, &probe));
     assert_false(probe);
 }
 
@@ -165,29 +165,29 @@ static void test_breaker_window_forgets_old_failures(void **state)
 {
     (void)state;
     breaker b;
-    breaker_init(&b, 3, 1000, 500);
-    assert_false(breaker_failure(&b, 0, false));
-    assert_false(breaker_failure(&b, 10, false));
+    weir__breaker_init(&b, 3, 1000, 500);
+    assert_false(weir__breaker_failure(&b, 0, false));
+    assert_false(weir__breaker_failure(&b, 10, false));
     /* past the window: a new count */
-    assert_false(breaker_failure(&b, 2000, false));
-    assert_false(breaker_failure(&b, 2010, false));
-    assert_int_equal(breaker_state(&b), WEIR_REDIS_CLOSED);
-    assert_true(breaker_failure(&b, 2020, false));
+    assert_false(weir__breaker_failure(&b, 2000, false));
+    assert_false(weir__breaker_failure(&b, 2010, false));
+    assert_int_equal(weir__breaker_state(&b), WEIR_REDIS_CLOSED);
+    assert_true(weir__breaker_failure(&b, 2020, false));
 }
 
 static void test_breaker_lost_probe(void **state)
 {
     (void)state;
     breaker b;
-    breaker_init(&b, 1, 1000, 500);
+    weir__breaker_init(&b, 1, 1000, 500);
     bool probe;
-    assert_true(breaker_failure(&b, 0, false));
-    assert_true(breaker_allow(&b, 500, &probe));
+    assert_true(weir__breaker_failure(&b, 0, false));
+    assert_true(weir__breaker_allow(&b, 500, &probe));
     assert_true(probe);
     /* the probe never reports (its session went): after a cooldown in
      * half-open, another caller probes */
-    assert_false(breaker_allow(&b, 900, &probe));
-    assert_true(breaker_allow(&b, 1000, &probe));
+    assert_false(weir__breaker_allow(&b, 900, &probe));
+    assert_true(weir__breaker_allow(&b, 1000, &probe));
     assert_true(probe);
 }
 
@@ -219,7 +219,7 @@ static void test_deny_cache(void **state)
     weir_ctx *ctx;
     assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
     deny_cache *c;
-    assert_int_equal(deny_cache_new(ctx, 16, &c), WEIR_OK);
+    assert_int_equal(weir__deny_cache_new(ctx, 16, &c), WEIR_OK);
     weir_limit tb = limit_of(WEIR_ALGO_TOKEN_BUCKET, 10);
     weir_limit conc = limit_of(WEIR_ALGO_CONCURRENCY, 10);
 
@@ -227,10 +227,10 @@ static void test_deny_cache(void **state)
     weir_op ops[2] = {op_of("k1", &tb, 1, WEIR_OP_TAKE), op_of("k2", &tb, 1, WEIR_OP_TAKE)};
     ops[0].result = (weir_result){false, 10, 0, 900, 400, 0, 0};
     ops[1].result = (weir_result){true, 10, 3, 700, 0, 0, 0};
-    deny_cache_note(c, ops, 2, 1000);
+    weir__deny_cache_note(c, ops, 2, 1000);
 
     weir_op q[2] = {op_of("k1", &tb, 1, WEIR_OP_TAKE), op_of("k1", &tb, 0, WEIR_OP_CHECK)};
-    assert_true(deny_cache_answer(c, q, 2, 1100));
+    assert_true(weir__deny_cache_answer(c, q, 2, 1100));
     for (int i = 0; i < 2; i++) {
         assert_int_equal(q[i].status, WEIR_OK);
         assert_false(q[i].result.allowed);
@@ -240,43 +240,43 @@ static void test_deny_cache(void **state)
         assert_int_equal(q[i].result.reset_after_us, 800);
     }
     /* not past T */
-    assert_false(deny_cache_answer(c, q, 1, 1400));
+    assert_false(weir__deny_cache_answer(c, q, 1, 1400));
     /* a batch with a key that was admitted goes to Redis */
     weir_op mixed[2] = {op_of("k1", &tb, 1, WEIR_OP_TAKE), op_of("k2", &tb, 1, WEIR_OP_TAKE)};
-    assert_false(deny_cache_answer(c, mixed, 2, 1100));
+    assert_false(weir__deny_cache_answer(c, mixed, 2, 1100));
     /* a cost above 1 is not cached or answered */
     weir_op big = op_of("k1", &tb, 2, WEIR_OP_TAKE);
-    assert_false(deny_cache_answer(c, &big, 1, 1100));
+    assert_false(weir__deny_cache_answer(c, &big, 1, 1100));
     weir_op big_denied = op_of("k3", &tb, 5, WEIR_OP_TAKE);
     big_denied.result = (weir_result){false, 10, 2, 900, 400, 0, 0};
-    deny_cache_note(c, &big_denied, 1, 1000);
+    weir__deny_cache_note(c, &big_denied, 1, 1000);
     big_denied.hits = 1;
-    assert_false(deny_cache_answer(c, &big_denied, 1, 1100));
+    assert_false(weir__deny_cache_answer(c, &big_denied, 1, 1100));
     /* nor the concurrency limiter (a release may come before T), nor a
      * cost that can never fit (retry_after -1) */
     weir_op cop = op_of("k4", &conc, 1, WEIR_OP_TAKE);
     cop.result = (weir_result){false, 10, 0, 900, 400, 0, 0};
-    deny_cache_note(c, &cop, 1, 1000);
-    assert_false(deny_cache_answer(c, &cop, 1, 1100));
+    weir__deny_cache_note(c, &cop, 1, 1000);
+    assert_false(weir__deny_cache_answer(c, &cop, 1, 1100));
     /* nor a limit that asked to stay out (over_limit_cache: false) */
     weir_op out = op_of("k6", &tb, 1, WEIR_OP_TAKE);
     out.flags = WEIR_OP_NO_LOCAL_CACHE;
     out.result = (weir_result){false, 10, 0, 900, 400, 0, 0};
-    deny_cache_note(c, &out, 1, 1000);
-    assert_false(deny_cache_answer(c, &out, 1, 1100));
+    weir__deny_cache_note(c, &out, 1, 1000);
+    assert_false(weir__deny_cache_answer(c, &out, 1, 1100));
     out.flags = 0; /* not noted either */
-    assert_false(deny_cache_answer(c, &out, 1, 1100));
+    assert_false(weir__deny_cache_answer(c, &out, 1, 1100));
     weir_op never = op_of("k5", &tb, 1, WEIR_OP_TAKE);
     never.result = (weir_result){false, 10, 0, 900, WEIR_NEVER, 0, 0};
-    deny_cache_note(c, &never, 1, 1000);
-    assert_false(deny_cache_answer(c, &never, 1, 1100));
-    deny_cache_free(ctx, c);
+    weir__deny_cache_note(c, &never, 1, 1000);
+    assert_false(weir__deny_cache_answer(c, &never, 1, 1100));
+    weir__deny_cache_free(ctx, c);
 
     /* slots 0: no cache, nothing answered */
-    assert_int_equal(deny_cache_new(ctx, 0, &c), WEIR_OK);
+    assert_int_equal(weir__deny_cache_new(ctx, 0, &c), WEIR_OK);
     assert_null(c);
-    deny_cache_note(c, ops, 1, 1000);
-    assert_false(deny_cache_answer(c, q, 1, 1100));
+    weir__deny_cache_note(c, ops, 1, 1000);
+    assert_false(weir__deny_cache_answer(c, q, 1, 1100));
     weir_ctx_free(ctx);
 }
 

@@ -171,13 +171,11 @@ static weir_status script_call(weir__redis_batch *b, size_t nb, bool persist, in
     char *num = malloc(weir__redis_numbuf_size(nb, nops));
     assert_true(argv && argvlen && num);
     if (g_fcall)
-        assert_int_equal(weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION,
-                                            strlen(WEIR__REDIS_FUNCTION), b, nb, argv, argvlen,
-                                            num),
-                         argc);
+        argc = weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION, strlen(WEIR__REDIS_FUNCTION), b,
+                                  nb, argv, argvlen, num);
     else
-        assert_int_equal(weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, argv, argvlen, num),
-                         argc);
+        argc = weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, argv, argvlen, num);
+    assert_true(argc <= weir__redis_argc(nb, nops));
 
     redisReply *r, *whole = NULL;
     if (!persist) {
@@ -1289,49 +1287,135 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     assert_int_equal(weir__redis_op_ok(NULL, T0), WEIR_EINVAL);
 }
 
+/* An argument vector joined by '|', NUL as '_'. */
+static void join_argv(const char **argv, const size_t *argvlen, size_t argc, char *out, size_t size)
+{
+    size_t g = 0;
+    for (size_t i = 0; i < argc; i++) {
+        for (size_t j = 0; j < argvlen[i]; j++) {
+            assert_true(g + 2 < size);
+            out[g++] = argv[i][j] ? argv[i][j] : '_';
+        }
+        out[g++] = '|';
+    }
+    out[g ? g - 1 : 0] = '\0';
+}
+
 static void encode_follows_the_wire_format(void **unused)
 {
     (void)unused;
     weir_limit tb = compile4(WEIR_ALGO_TOKEN_BUCKET, 10, S, 20, 0);
     weir_limit sc = compile4(WEIR_ALGO_SLIDING_COUNTER, 6, MIN, 0, 3);
+    weir_limit tb2 = tb; /* another object, the same limit: the same entry */
     weir_op a[2] = {
         {.key = "ka", .key_len = 2, .limit = &tb, .hits = 3},
         {.key = "k\0b", .key_len = 3, .limit = &sc, .kind = WEIR_OP_CHECK, .hits = UINT64_MAX}};
     weir_op c[1] = {{.key = "kc",
                      .key_len = 2,
-                     .limit = &tb,
+                     .limit = &tb2,
                      .kind = WEIR_OP_RELEASE,
                      .lease = 12345678901234ull}};
     weir__redis_batch b[2] = {{a, 2, 1234567, WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS},
                               {c, 1, -1, 0}};
     size_t argc = weir__redis_argc(2, 3);
-    assert_int_equal(argc, 3 + 3 + 2 + 2 * 3 + 3 * 11);
+    assert_int_equal(argc, 3 + 3 + 2 + 3 + 1 + 2 * 3 + 3 * 4);
     const char *argv[64];
     size_t argvlen[64];
     char num[1024];
     assert_true(weir__redis_numbuf_size(2, 3) <= sizeof(num));
-    assert_int_equal(weir__redis_encode("EVAL", 4, "return 0", 8, b, 2, argv, argvlen, num), argc);
+    /* two limits, not three */
+    assert_int_equal(weir__redis_encode("EVAL", 4, "return 0", 8, b, 2, argv, argvlen, num),
+                     argc - 1);
     char want_tb[128], want_sc[128];
-    snprintf(want_tb, sizeof(want_tb), "1|10|1000000|20|0|%lld|%lld|%lld", (long long)tb.unit,
+    snprintf(want_tb, sizeof(want_tb), "1 10 1000000 20 0 %lld %lld %lld", (long long)tb.unit,
              (long long)tb.rate, (long long)tb.capacity);
-    snprintf(want_sc, sizeof(want_sc), "7|6|60000000|6|3|0|0|0");
+    snprintf(want_sc, sizeof(want_sc), "7 6 60000000 6 3 0 0 0");
     char want[1024];
     snprintf(want, sizeof(want),
-             "EVAL|return 0|3|ka|k_b|kc|1|2|1234567|1|2|"
-             "0|3|0|%s|1|18446744073709551615|0|%s|"
-             "-|0|1|2|0|12345678901234|%s",
-             want_tb, want_sc, want_tb);
-    /* the argument vector, joined by '|', NUL as '_' */
+             "EVAL|return 0|3|ka|k_b|kc|2|2|%s|%s|2|1234567|1|2|"
+             "0|3|0|1|1|18446744073709551615|0|2|"
+             "-|0|1|2|0|12345678901234|1",
+             want_tb, want_sc);
     char got[1024];
-    size_t g = 0;
-    for (size_t i = 0; i < argc; i++) {
-        for (size_t j = 0; j < argvlen[i]; j++)
-            got[g++] = argv[i][j] ? argv[i][j] : '_';
-        got[g++] = '|';
-    }
-    got[g - 1] = '\0';
+    join_argv(argv, argvlen, argc - 1, got, sizeof(got));
     assert_string_equal(got, want);
     assert_ptr_equal(argv[4], a[1].key); /* keys are borrowed */
+}
+
+/* The number argument i of a vector (its text is not NUL-terminated). */
+static size_t num_arg(const char **argv, const size_t *argvlen, size_t i)
+{
+    char buf[24];
+    assert_true(argvlen[i] > 0 && argvlen[i] < sizeof(buf));
+    memcpy(buf, argv[i], argvlen[i]);
+    buf[argvlen[i]] = '\0';
+    return (size_t)strtoull(buf, NULL, 10);
+}
+
+/* A call of many ops and many distinct limits: every limit goes once, in
+ * the order of its first op, up to the encoder's table (3/4 of 128 slots);
+ * past it, a new limit goes once per op. */
+static void encode_sends_each_limit_once(void **unused)
+{
+    (void)unused;
+    enum { NOPS = 512, NLIM = 200 };
+    static weir_limit lims[NLIM];
+    static weir_op ops[NOPS];
+    static char keys[NOPS][16];
+    for (size_t l = 0; l < NLIM; l++)
+        lims[l] = compile4(l % 2 ? WEIR_ALGO_GCRA : WEIR_ALGO_FIXED_WINDOW, 1 + l, MIN, 0, 0);
+    test_rng rng = {.s = 11};
+    for (size_t i = 0; i < NOPS; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "k%zu", i);
+        /* the first 80 ops: limits 0..39 twice; then any of them */
+        size_t l = i < 80 ? i % 40 : rng_below(&rng, NLIM);
+        ops[i] =
+            (weir_op){.key = keys[i], .key_len = strlen(keys[i]), .limit = &lims[l], .hits = 1};
+    }
+    weir__redis_batch b[8];
+    for (size_t j = 0; j < 8; j++)
+        b[j] = (weir__redis_batch){&ops[j * 64], 64, T0, j % 2 ? WEIR_BATCH_ATOMIC : 0u};
+    size_t cap = weir__redis_argc(8, NOPS);
+    const char **argv = calloc(cap, sizeof(*argv));
+    size_t *argvlen = calloc(cap, sizeof(*argvlen));
+    char *num = malloc(weir__redis_numbuf_size(8, NOPS));
+    assert_true(argv && argvlen && num);
+    size_t argc = weir__redis_encode("FCALL", 5, "f", 1, b, 8, argv, argvlen, num);
+    assert_true(argc <= cap);
+    /* the head: FCALL f k keys 2 L */
+    size_t at = 3 + NOPS;
+    assert_int_equal(argvlen[at], 1);
+    assert_memory_equal(argv[at], "2", 1);
+    size_t nl = num_arg(argv, argvlen, at + 1), lim0 = at + 2;
+    assert_true(nl >= 96 && nl <= NOPS);
+    assert_int_equal(argc, lim0 + nl + 1 + 8 * 3 + NOPS * 4);
+    /* each op's limit entry holds its limit's fields */
+    size_t a = lim0 + nl + 1, i = 0, seen_twice = 0;
+    for (size_t j = 0; j < 8; j++) {
+        a += 3;
+        for (size_t k = 0; k < 64; k++, i++, a += 4) {
+            size_t idx = num_arg(argv, argvlen, a + 3);
+            assert_true(idx >= 1 && idx <= nl);
+            const weir_limit *l = ops[i].limit;
+            char want[WEIR__REDIS_LIMIT_BYTES + 1];
+            snprintf(want, sizeof(want), "%d %llu %lld %llu %u %lld %lld %lld", (int)l->algorithm,
+                     (unsigned long long)l->limit, (long long)l->window_us,
+                     (unsigned long long)l->burst, l->sub_windows, (long long)l->unit,
+                     (long long)l->rate, (long long)l->capacity);
+            const char *e = argv[lim0 + idx - 1];
+            if (argvlen[lim0 + idx - 1] != strlen(want) || memcmp(e, want, strlen(want)) != 0)
+                fail_msg("op %zu: limit %zu is %.*s, want %s", i, idx, (int)argvlen[lim0 + idx - 1],
+                         e, want);
+            if (i < 40)
+                assert_int_equal(idx, i + 1); /* in the order of first use */
+            else if (i < 80)
+                assert_int_equal(idx, i - 40 + 1), seen_twice++;
+        }
+    }
+    assert_int_equal(seen_twice, 40);
+    free(argv);
+    free(argvlen);
+    free(num);
 }
 
 /* A reply built from RESP text by hiredis's own reader. */
@@ -1370,80 +1454,113 @@ static weir_status decode_ints(const long long *v, size_t n, weir_op *ops, size_
 static void decode_refuses_what_the_script_cannot_say(void **unused)
 {
     (void)unused;
-    weir_op ops[2];
+    weir_op ops[3];
     memset(ops, 0, sizeof(ops));
-    const long long good[17] = {42, 0, 1, 10, 9, 100000, 0, 5, 3, -4, 0, 0, 0, 0, 0, 0, 0};
+    /* an admission with a delay, a failure, a denial */
+    const long long good[10] = {42, 10 * 8 + 1 + 2, 9, 100000, 5, -4, 20 * 8, 3, 7000, 250};
     int64_t now = -7;
-    assert_int_equal(decode_ints(good, 17, ops, 2, &now), WEIR_OK);
+    assert_int_equal(decode_ints(good, 10, ops, 3, &now), WEIR_OK);
     assert_int_equal(now, 42);
     assert_int_equal(ops[0].status, WEIR_OK);
     assert_true(ops[0].result.allowed);
     assert_int_equal(ops[0].result.limit, 10);
     assert_int_equal(ops[0].result.remaining, 9);
     assert_int_equal(ops[0].result.reset_after_us, 100000);
+    assert_int_equal(ops[0].result.retry_after_us, 0);
     assert_int_equal(ops[0].result.delay_us, 5);
-    assert_int_equal(ops[0].result.lease, 3);
+    assert_int_equal(ops[0].result.lease, 0);
     assert_int_equal(ops[1].status, WEIR_ENOLEASE);
+    assert_int_equal(ops[2].status, WEIR_OK);
+    assert_false(ops[2].result.allowed);
+    assert_int_equal(ops[2].result.limit, 20);
+    assert_int_equal(ops[2].result.remaining, 3);
+    assert_int_equal(ops[2].result.reset_after_us, 7000);
+    assert_int_equal(ops[2].result.retry_after_us, 250);
+    assert_int_equal(ops[2].result.delay_us, 0);
 
-    /* each field out of its range in turn (the time; then op 0's status,
-     * allowed, limit, remaining, reset, retry, delay, lease; op 1's): the
-     * reply is refused, nothing is written */
+    /* a lease, a delay and a lease, a plain admission, a denial "never" */
+    const long long more[15] = {0, 5 * 8 + 1 + 4, 4, 60000000, 77, 6 * 8 + 7, 0, 1, 2,
+                                3, 7 * 8 + 1,     7, 0,        0,  0};
+    const long long never[5] = {0, 0, 0, 0, WEIR_NEVER};
+    assert_int_equal(decode_ints(more, 13, ops, 3, NULL), WEIR_OK);
+    assert_int_equal(ops[0].result.lease, 77);
+    assert_int_equal(ops[0].result.delay_us, 0);
+    assert_int_equal(ops[1].result.delay_us, 2);
+    assert_int_equal(ops[1].result.lease, 3);
+    assert_int_equal(ops[1].result.limit, 6);
+    assert_true(ops[2].result.allowed);
+    assert_int_equal(ops[2].result.remaining, 7);
+    assert_int_equal(ops[2].result.lease, 0);
+    assert_int_equal(decode_ints(never, 5, ops, 1, NULL), WEIR_OK);
+    assert_int_equal(ops[0].result.retry_after_us, WEIR_NEVER);
+    assert_int_equal(ops[0].result.limit, 0); /* a ban's */
+
+    /* each field out of its range in turn: the reply is refused, nothing
+     * is written */
     struct {
         size_t at;
         long long v;
-    } bad[] = {{0, -1},  {1, 3},  {1, -5}, {1, -11}, {2, 2},   {2, -1}, {3, -1}, {3, 4294967296LL},
-               {4, 11},  {4, -1}, {5, -1}, {6, -2},  {6, 1},   {7, -1}, {8, -1}, {9, 1},
-               {9, -12}, {9, -2}, {10, 1}, {11, 1},  {13, -1}, {16, 1}};
+    } bad[] = {{0, -1},
+               {1, 10 * 8 + 1 + 2 + 4},                      /* a lease that is not there */
+               {1, 20 * 8 + 2},                              /* a delay with a denial */
+               {1, 20 * 8 + 4},                              /* a lease with a denial */
+               {1, ((long long)WEIR_MAX_LIMIT + 1) * 8 + 3}, /* limit */
+               {2, 11},                                      /* remaining above limit */
+               {2, -1},
+               {3, -1},
+               {4, 0}, /* a delay flagged: > 0 */
+               {4, -3},
+               {5, -2}, /* not a failed op's status */
+               {5, -11},
+               {5, -5},
+               {6, 2 * 8},
+               {8, -1},
+               {9, -2}};
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
-        long long v[17];
+        long long v[10];
         memcpy(v, good, sizeof(v));
         v[bad[k].at] = bad[k].v;
         memset(ops, 0, sizeof(ops));
         ops[0].status = (weir_status)99;
         now = -7;
-        if (decode_ints(v, 17, ops, 2, &now) != WEIR_EIO)
+        if (decode_ints(v, 10, ops, 3, &now) != WEIR_EIO)
             fail_msg("reply field %zu = %lld was accepted", bad[k].at, bad[k].v);
         assert_int_equal(ops[0].status, 99);
         assert_int_equal(now, -7);
     }
-    /* a denial with a delay or a lease, an admission with a retry */
-    long long v[17];
-    memcpy(v, good, sizeof(v));
-    v[2] = 0;
-    v[6] = 9;
-    assert_int_equal(decode_ints(v, 17, ops, 2, NULL), WEIR_EIO);
-    v[7] = 0;
-    assert_int_equal(decode_ints(v, 17, ops, 2, NULL), WEIR_EIO);
-    v[8] = 0;
-    assert_int_equal(decode_ints(v, 17, ops, 2, NULL), WEIR_OK);
-    assert_false(ops[0].result.allowed);
-    assert_int_equal(ops[0].result.retry_after_us, 9);
-    memcpy(v, good, sizeof(v));
-    v[6] = WEIR_NEVER;
-    assert_int_equal(decode_ints(v, 17, ops, 2, NULL), WEIR_EIO);
-    /* wrong lengths */
-    assert_int_equal(decode_ints(good, 9, ops, 2, NULL), WEIR_EIO);
-    assert_int_equal(decode_ints(good, 17, ops, 1, NULL), WEIR_EIO);
+    /* a flagged lease of 0 */
+    long long v[15];
+    memcpy(v, more, sizeof(v));
+    v[4] = 0;
+    assert_int_equal(decode_ints(v, 13, ops, 3, NULL), WEIR_EIO);
+    /* wrong lengths: one short, one over, a result too few or too many */
+    assert_int_equal(decode_ints(good, 9, ops, 3, NULL), WEIR_EIO);
+    assert_int_equal(decode_ints(more, 14, ops, 3, NULL), WEIR_EIO);
+    assert_int_equal(decode_ints(good, 10, ops, 2, NULL), WEIR_EIO);
+    assert_int_equal(decode_ints(good, 10, ops, 4, NULL), WEIR_EIO);
     assert_int_equal(decode_ints(good, 1, ops, 0, NULL), WEIR_OK);
     /* wrong types */
     weir__redis_batch b = {ops, 1, 0, 0};
-    static const char *const wrong[] = {
-        ":0\r\n",
-        "-ERR oops\r\n",
-        "-NOSCRIPT No matching script\r\n",
-        "$2\r\nok\r\n",
-        "+OK\r\n",
-        "*-1\r\n",
-        "*9\r\n:0\r\n:0\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n$1\r\n0\r\n",
-        "*9\r\n:0\r\n:0\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n$-1\r\n",
-        "*9\r\n:0\r\n:0\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n*0\r\n:0\r\n",
-        "*8\r\n:0\r\n:0\r\n:1\r\n:1\r\n:0\r\n:0\r\n:0\r\n:0\r\n"};
+    static const char *const wrong[] = {":0\r\n",
+                                        "-ERR oops\r\n",
+                                        "-NOSCRIPT No matching script\r\n",
+                                        "$2\r\nok\r\n",
+                                        "+OK\r\n",
+                                        "*-1\r\n",
+                                        "*4\r\n:0\r\n:9\r\n:1\r\n$1\r\n0\r\n",
+                                        "*4\r\n:0\r\n:9\r\n:1\r\n$-1\r\n",
+                                        "*4\r\n:0\r\n:9\r\n*0\r\n:0\r\n",
+                                        "*3\r\n:0\r\n:9\r\n:1\r\n",
+                                        "*5\r\n:0\r\n:9\r\n:1\r\n:0\r\n:0\r\n"};
     for (size_t k = 0; k < sizeof(wrong) / sizeof(wrong[0]); k++) {
         redisReply *r = parse(wrong[k]);
         if (weir__redis_decode(r, &b, 1, NULL) != WEIR_EIO)
             fail_msg("reply %zu was accepted", k);
         freeReplyObject(r);
     }
+    redisReply *r = parse("*4\r\n:0\r\n:9\r\n:1\r\n:0\r\n");
+    assert_int_equal(weir__redis_decode(r, &b, 1, NULL), WEIR_OK); /* the same, right */
+    freeReplyObject(r);
     assert_int_equal(weir__redis_decode(NULL, &b, 1, NULL), WEIR_EIO);
 }
 
@@ -1507,6 +1624,41 @@ static void keys_expire_at_rest(void **unused)
             op = plain(key, &lim, WEIR_OP_RELEASE, T0 + 5 * MIN, 0, 1);
             assert_true(pttl(key) <= before && pttl(key) > before - 2000);
         }
+    }
+}
+
+/* A key that changes type within one call expires as its last op says:
+ * a string's TTL when a string replaced the sorted set, the set's when it
+ * replaced the string, and a read of the set (as a fresh string state)
+ * leaves the set's. */
+static void ttls_of_a_key_changing_type_in_a_call(void **unused)
+{
+    (void)unused;
+    flushall();
+    weir_limit tb = compile(WEIR_ALGO_TOKEN_BUCKET, 4, 7 * MIN);
+    weir_limit log = compile(WEIR_ALGO_SLIDING_LOG, 4, 3 * MIN);
+    const weir_limit *order[3][2] = {{&log, &tb}, {&tb, &log}, {&log, &tb}};
+    const weir_op_kind second[3] = {WEIR_OP_TAKE, WEIR_OP_TAKE, WEIR_OP_CHECK};
+    const char *const type[3] = {"string", "zset", "zset"};
+    for (int c = 0; c < 3; c++) {
+        char key[16];
+        snprintf(key, sizeof(key), "swap:%d", c);
+        weir_op ops[2] = {{.key = key, .key_len = strlen(key), .limit = order[c][0], .hits = 1},
+                          {.key = key,
+                           .key_len = strlen(key),
+                           .limit = order[c][1],
+                           .hits = 1,
+                           .kind = second[c]}};
+        weir__redis_batch b[2] = {{&ops[0], 1, T0, 0}, {&ops[1], 1, T0 + S, 0}};
+        assert_int_equal(script_call(b, 2, false, NULL), WEIR_OK);
+        assert_true(ops[0].status == WEIR_OK && ops[0].result.allowed);
+        assert_true(ops[1].status == WEIR_OK && ops[1].result.allowed);
+        redisReply *r = command("TYPE %s", key);
+        assert_string_equal(r->str, type[c]);
+        freeReplyObject(r);
+        /* the TTL of the op that wrote last, from its batch's time */
+        const weir_op *last = second[c] == WEIR_OP_TAKE ? &ops[1] : &ops[0];
+        assert_ttl(key, last->result.reset_after_us);
     }
 }
 
@@ -1631,6 +1783,220 @@ static void foreign_state_is_a_fresh_key(void **unused)
     assert_int_equal(op.result.remaining, 1);
 }
 
+/* ------------------------------------------------------ one call as many */
+
+/* Fail unless keys @a and @b hold the same: type, and value for a string
+ * or a sorted set. */
+static void same_stored(const char *a, const char *b, uint64_t seed, size_t step)
+{
+    redisReply *ta = command("TYPE %s", a), *tb = command("TYPE %s", b);
+    if (strcmp(ta->str, tb->str) != 0)
+        fail_msg("%s is a %s, %s a %s (seed %llu, call %zu)", a, ta->str, b, tb->str,
+                 (unsigned long long)seed, step);
+    const char *fmt = !strcmp(ta->str, "string") ? "GET %s"
+                      : !strcmp(ta->str, "zset") ? "ZRANGE %s 0 -1 WITHSCORES"
+                                                 : NULL;
+    freeReplyObject(ta);
+    freeReplyObject(tb);
+    if (!fmt)
+        return;
+    redisReply *va = command(fmt, a), *vb = command(fmt, b);
+    bool same = va->type == vb->type && va->len == vb->len && va->elements == vb->elements &&
+                (va->type != REDIS_REPLY_STRING || memcmp(va->str, vb->str, va->len) == 0);
+    for (size_t i = 0; same && va->type == REDIS_REPLY_ARRAY && i < va->elements; i++)
+        same = va->element[i]->len == vb->element[i]->len &&
+               memcmp(va->element[i]->str, vb->element[i]->str, va->element[i]->len) == 0;
+    freeReplyObject(va);
+    freeReplyObject(vb);
+    if (!same)
+        fail_msg("%s and %s hold different values (seed %llu, call %zu)", a, b,
+                 (unsigned long long)seed, step);
+}
+
+/*
+ * A call's batches give what they give sent one per call: the script
+ * reads every key once (MGET) and writes each once at the end, so this
+ * checks that a key's later ops see what its earlier ones wrote, across
+ * batches and algorithms (a key that one op holds as a string and the
+ * next as a sorted set, or that holds something else), that an atomic
+ * batch a TAKE denies leaves nothing written, and that what is stored in
+ * the end is the same. Two sets of keys, {w} for whole calls and {s} for
+ * split ones, see the same ops; each op takes a limit of any algorithm.
+ */
+static void a_call_is_its_batches_one_by_one(void **unused)
+{
+    (void)unused;
+    flushall();
+    enum { NK = 3, NL = 11, NCALLS = 400 };
+    weir_limit pool[NL] = {
+        compile(WEIR_ALGO_TOKEN_BUCKET, 5, S),
+        compile4(WEIR_ALGO_GCRA, 4, S, 2, 0),
+        compile(WEIR_ALGO_LEAKY_BUCKET, 3, S),
+        compile4(WEIR_ALGO_LEAKY_SHAPER, 3, S, 4, 0),
+        compile(WEIR_ALGO_FIXED_WINDOW, 4, 2 * S),
+        compile(WEIR_ALGO_SLIDING_LOG, 3, S),
+        compile4(WEIR_ALGO_SLIDING_COUNTER, 5, 3 * S, 0, 3),
+        compile(WEIR_ALGO_CONCURRENCY, 2, 2 * S),
+        compile(WEIR_ALGO_TOKEN_BUCKET, 2, 300000),
+        compile(WEIR_ALGO_FIXED_WINDOW, 0, S), /* a ban */
+        compile4(WEIR_ALGO_SLIDING_COUNTER, 2, S, 0, 1),
+    };
+    char wk[NK][16], sk[NK][16];
+    for (size_t k = 0; k < NK; k++) {
+        snprintf(wk[k], sizeof(wk[k]), "{w}:%zu", k);
+        snprintf(sk[k], sizeof(sk[k]), "{s}:%zu", k);
+    }
+    static const char *const junk[] = {"SET %s x", "RPUSH %s a", "HSET %s f v",
+                                       "ZADD %s 1 abcdefgh", "SET %s 0123456789abcdefg"};
+    uint64_t seed = test_seed("one_call_as_many");
+    test_rng rng = {seed};
+    uint64_t leases[NK][8] = {{0}};
+    int64_t now = T0;
+    for (size_t c = 0; c < NCALLS; c++) {
+        if (rng_below(&rng, 25) == 0) {
+            size_t k = rng_below(&rng, NK);
+            const char *j = junk[rng_below(&rng, 5)];
+            freeReplyObject(command("DEL %s %s", wk[k], sk[k]));
+            freeReplyObject(command(j, wk[k]));
+            freeReplyObject(command(j, sk[k]));
+        }
+        weir_op w[MAX_BATCHES][MAX_OPS], sp[MAX_BATCHES][MAX_OPS];
+        size_t ki[MAX_BATCHES][MAX_OPS]; /* the ops' keys */
+        weir__redis_batch bw[MAX_BATCHES], bs[MAX_BATCHES];
+        size_t nb = 1 + rng_below(&rng, MAX_BATCHES);
+        for (size_t j = 0; j < nb; j++) {
+            bool atomic = rng_below(&rng, 2) == 0;
+            size_t n = 1 + rng_below(&rng, 4);
+            now += (int64_t)rng_below(&rng, 400000) - 50000;
+            for (size_t i = 0; i < n; i++) {
+                size_t k = ki[j][i] = rng_below(&rng, NK);
+                const weir_limit *l = &pool[rng_below(&rng, NL)];
+                weir_op op = {.limit = l, .hits = rng_below(&rng, 4) ? 1 : rng_below(&rng, 4)};
+                uint64_t r = rng_below(&rng, 10);
+                if (r == 0)
+                    op.kind = WEIR_OP_CHECK;
+                else if (r == 1 && !atomic) {
+                    op.kind = WEIR_OP_RELEASE;
+                    op.lease = leases[k][rng_below(&rng, 8)];
+                }
+                w[j][i] = sp[j][i] = op;
+                w[j][i].key = wk[k];
+                sp[j][i].key = sk[k];
+                w[j][i].key_len = sp[j][i].key_len = strlen(wk[k]);
+            }
+            unsigned flags = atomic ? WEIR_BATCH_ATOMIC : 0u;
+            bw[j] = (weir__redis_batch){w[j], n, now, flags};
+            bs[j] = (weir__redis_batch){sp[j], n, now, flags};
+        }
+        assert_int_equal(script_call(bw, nb, true, NULL), WEIR_OK);
+        for (size_t j = 0; j < nb; j++)
+            assert_int_equal(script_call(&bs[j], 1, true, NULL), WEIR_OK);
+        for (size_t j = 0; j < nb; j++)
+            for (size_t i = 0; i < bw[j].n; i++) {
+                const weir_op *a = &w[j][i], *b = &sp[j][i];
+                if (!same_result(a->status, &a->result, b->status, &b->result, true)) {
+                    print_result("whole", a->status, &a->result);
+                    print_result("split", b->status, &b->result);
+                    fail_msg("batch %zu op %zu (%s, %s) differs (seed %llu, call %zu)", j, i,
+                             kind_name(a->kind), weir_algorithm_name(a->limit->algorithm),
+                             (unsigned long long)seed, c);
+                }
+                if (a->status == WEIR_OK && a->result.lease)
+                    leases[ki[j][i]][rng_below(&rng, 8)] = a->result.lease;
+            }
+        for (size_t k = 0; k < NK; k++)
+            same_stored(wk[k], sk[k], seed, c);
+    }
+}
+
+/*
+ * One call of many ops under many limits (more distinct ones than the
+ * encoder's table holds, some alike but apart), on many keys, atomic
+ * batches with shared keys among them: decided as the C step functions
+ * decide.
+ */
+static void many_limits_in_one_call(void **unused)
+{
+    (void)unused;
+    flushall();
+    enum { NKEYS = 160, NB = 4, NOPS = 64, NCALLS = 25 };
+    static tkey keys[NKEYS];
+    static weir_op ops[NB][NOPS];
+    static expect want[NB][NOPS];
+    uint64_t seed = test_seed("many_limits");
+    test_rng rng = {seed};
+    for (size_t k = 0; k < NKEYS; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "{many}:%zu", k);
+        key_init(&keys[k], name,
+                 random_limit(&rng, (weir_algorithm)(1 + rng_below(&rng, WEIR_ALGORITHM_COUNT))));
+    }
+    int64_t now = T0;
+    for (size_t c = 0; c < NCALLS; c++) {
+        weir__redis_batch b[NB];
+        for (size_t j = 0; j < NB; j++) {
+            bool atomic = j % 2 == 1;
+            now += (int64_t)rng_below(&rng, 3 * S);
+            b[j] = (weir__redis_batch){ops[j], NOPS, now, atomic ? WEIR_BATCH_ATOMIC : 0u};
+            for (size_t i = 0; i < NOPS; i++) {
+                tkey *k = &keys[rng_below(&rng, NKEYS)];
+                weir_op *op = &ops[j][i];
+                *op = (weir_op){.key = k->name,
+                                .key_len = strlen(k->name),
+                                .limit = &k->lim,
+                                .hits = random_hits(&rng, &k->lim)};
+                if (rng_below(&rng, 8) == 0)
+                    op->kind = WEIR_OP_CHECK;
+            }
+        }
+        for (size_t j = 0; j < NB; j++)
+            ref_batch(keys, NKEYS, &b[j], want[j]);
+        assert_int_equal(script_call(b, NB, true, NULL), WEIR_OK);
+        for (size_t j = 0; j < NB; j++)
+            for (size_t i = 0; i < NOPS; i++)
+                compare("many_limits", seed, c, &b[j], i, &want[j][i]);
+    }
+    for (size_t k = 0; k < NKEYS; k++)
+        key_fini(&keys[k]);
+}
+
+/* A call of more keys than one MGET reads (the script reads them 1000 at a
+ * time): a batch of WEIR_MAX_BATCH ops, atomic or not, on keys seen before
+ * and not. */
+static void more_keys_than_one_mget(void **unused)
+{
+    (void)unused;
+    flushall();
+    enum { NKEYS = 1500, NOPS = WEIR_MAX_BATCH };
+    static tkey keys[NKEYS];
+    static weir_op ops[NOPS];
+    static expect want[NOPS];
+    uint64_t seed = test_seed("more_keys_than_one_mget");
+    test_rng rng = {seed};
+    weir_limit lims[3] = {compile(WEIR_ALGO_TOKEN_BUCKET, 3, S), compile(WEIR_ALGO_GCRA, 2, S),
+                          compile4(WEIR_ALGO_SLIDING_COUNTER, 2, S, 0, 2)};
+    for (size_t k = 0; k < NKEYS; k++) {
+        char name[32];
+        snprintf(name, sizeof(name), "{mget}:%zu", k);
+        key_init(&keys[k], name, lims[k % 3]);
+    }
+    for (size_t c = 0; c < 3; c++) {
+        for (size_t i = 0; i < NOPS; i++) {
+            tkey *k = &keys[rng_below(&rng, c == 0 ? NKEYS / 2 : NKEYS)];
+            ops[i] =
+                (weir_op){.key = k->name, .key_len = strlen(k->name), .limit = &k->lim, .hits = 1};
+        }
+        weir__redis_batch b = {ops, NOPS, T0 + (int64_t)c * 100000,
+                               c == 1 ? WEIR_BATCH_ATOMIC : 0u};
+        ref_batch(keys, NKEYS, &b, want);
+        assert_int_equal(script_call(&b, 1, true, NULL), WEIR_OK);
+        for (size_t i = 0; i < NOPS; i++)
+            compare("more_keys_than_one_mget", seed, c, &b, i, &want[i]);
+    }
+    for (size_t k = 0; k < NKEYS; k++)
+        key_fini(&keys[k]);
+}
+
 /* --------------------------------------------------------------- big costs */
 
 /* Costs that add thousands of members to the sorted sets at once. */
@@ -1693,10 +2059,15 @@ int main(void)
         cmocka_unit_test(realistic_limits_fit),
         cmocka_unit_test(op_ok_refuses_what_cannot_be_sent),
         cmocka_unit_test(encode_follows_the_wire_format),
+        cmocka_unit_test(encode_sends_each_limit_once),
         cmocka_unit_test(decode_refuses_what_the_script_cannot_say),
         cmocka_unit_test(keys_expire_at_rest),
+        cmocka_unit_test(ttls_of_a_key_changing_type_in_a_call),
         cmocka_unit_test(redis_clock),
         cmocka_unit_test(foreign_state_is_a_fresh_key),
+        cmocka_unit_test(a_call_is_its_batches_one_by_one),
+        cmocka_unit_test(many_limits_in_one_call),
+        cmocka_unit_test(more_keys_than_one_mget),
         cmocka_unit_test(a_second_server_with_a_password),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);

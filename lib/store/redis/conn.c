@@ -29,6 +29,10 @@
 #define CALL_MAX_OPS 512u
 /* A connection whose oldest call has waited this long is dropped. */
 #define STALL_MIN_US 200000
+/* Loop timers count whole milliseconds (libuv's do) and a loop wakes a
+ * little late: deadlines are checked this much early, so a batch is given
+ * up between timeout - 1 ms and the timeout, never later than asked. */
+#define DEADLINE_SLACK_US 1000
 
 static void flush(rsession *ss);
 static void arm_deadline(rsession *ss);
@@ -288,14 +292,15 @@ static void arm_deadline(rsession *ss)
         return;
     timer_cancel(ss, &ss->deadline_timer);
     ss->deadline_at = at;
-    ss->deadline_timer = timer(ss, at - weir__redis_mono_us(), on_deadline_timer, ss);
+    ss->deadline_timer =
+        timer(ss, at - DEADLINE_SLACK_US - weir__redis_mono_us(), on_deadline_timer, ss);
 }
 
 static void on_deadline_timer(void *arg)
 {
     rsession *ss = arg;
     ss->deadline_timer = NULL;
-    int64_t now = weir__redis_mono_us();
+    int64_t now = weir__redis_mono_us() + DEADLINE_SLACK_US;
     /* queued batches past their deadline (the queue is in deadline order) */
     rbatch *late = NULL, **tail = &late;
     while (ss->q_head && ss->q_head->deadline <= now) {

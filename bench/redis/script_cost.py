@@ -5,24 +5,38 @@ Starts a redis-server of its own (unix socket, no persistence), loads each
 script given as a function library (FCALL, the way the store calls it) or,
 with --eval, as a script (EVALSHA), and sends it calls built the way
 lib/store/redis/codec.c builds them: realistic limits, keys drawn from a
-keyspace per descriptor, now moving forward. The cost is what Redis itself
-reports, INFO commandstats' usec per call of FCALL (or EVALSHA); the
-server's CPU time per call (INFO cpu, user + sys: protocol parsing and
-socket I/O included) is shown beside it. The variants run alternately,
-round after round, and the medians are reported, as the machine is noisy.
+keyspace per descriptor (and one global key in hot_16x3), time moving
+forward. Scenarios are named algorithm_BATCHESxOPS; the atomic ones charge
+all of a request's descriptors or none, as the engine does.
 
-    /usr/bin/python3 bench/redis/script_cost.py                  # the tree's script
-    git show HEAD:lib/store/redis/script.lua > /tmp/old.lua
+Two measures:
+  - by default, what Redis reports: INFO commandstats' usec per FCALL (or
+    EVALSHA), and beside it the server's CPU time per op (INFO cpu, user +
+    sys: protocol parsing and socket I/O included). The variants run
+    alternately, round after round, and the medians are reported, as a
+    shared machine is noisy;
+  - with --callgrind, the instructions redis-server executes inside FCALL
+    (or EVALSHA), counted by valgrind: exact and noise-free (up to Redis's
+    own periodic work, a few per cent on small calls), about 50 times
+    slower, so fewer calls and one round do. The best guide to compare
+    two scripts; on this kind of machine ~7,000-8,000 instructions made a
+    microsecond.
+
+    /usr/bin/python3 bench/redis/script_cost.py                 # the tree's script
+    git show HEAD:lib/store/redis/script.lua > /tmp/old.lua     # A/B
     /usr/bin/python3 bench/redis/script_cost.py --script /tmp/old.lua \
-        --script lib/store/redis/script.lua --rounds 9           # A/B
+        --script lib/store/redis/script.lua --rounds 9
+    /usr/bin/python3 bench/redis/script_cost.py --script /tmp/old.lua \
+        --script lib/store/redis/script.lua --callgrind --rounds 1 --calls 100
     ... --scenarios tb_1x3,tb_16x3 --calls 3000 --eval --baseline
 
 Each script's wire format (1 or 2, codec.h) is read from its header
-("wire format N"). Before measuring, every variant runs the same calls on
-an empty database and their replies must be equal (--no-check skips it).
---baseline adds the approach users write without weir
-(bench/redis/token_bucket.lua, one EVALSHA per descriptor), measured per
-descriptor. Needs redis-server in $PATH and the `redis` module (Debian's
+("wire format N"), so a script from before format 2 can still be compared.
+Before measuring, every variant runs the same calls on an empty database
+and their results must be equal (--no-check skips it). --baseline adds the
+approach users write without weir (bench/redis/token_bucket.lua, one
+EVALSHA per descriptor), measured per descriptor. Needs redis-server in
+$PATH, valgrind for --callgrind, and the `redis` module (Debian's
 python3-redis: hence /usr/bin/python3).
 """
 
@@ -175,7 +189,7 @@ DECODERS = {1: decode_v1, 2: decode_v2}
 # ------------------------------------------------------------------ server
 
 
-def start_server(tmp, callgrind):
+def start_server(tmp, callgrind, cpu=None):
     sock = os.path.join(tmp, "redis.sock")
     argv = ["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
             "--dir", tmp, "--logfile", os.path.join(tmp, "redis.log")]
@@ -185,6 +199,8 @@ def start_server(tmp, callgrind):
         argv = ["valgrind", "--tool=callgrind", "--toggle-collect=fcallCommand",
                 "--toggle-collect=evalShaCommand",
                 "--callgrind-out-file=" + os.path.join(tmp, "cg.out")] + argv
+    if cpu is not None:
+        argv = ["taskset", "-c", str(cpu)] + argv
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(1000):
         if os.path.exists(sock):
@@ -300,6 +316,8 @@ def main():
     ap.add_argument("--baseline", action="store_true",
                     help="also bench/redis/token_bucket.lua, one EVALSHA per descriptor")
     ap.add_argument("--no-check", action="store_true", help="skip the replies' comparison")
+    ap.add_argument("--redis-cpu", type=int,
+                    help="pin redis-server to this CPU (and this program to the others)")
     ap.add_argument("--callgrind", action="store_true",
                     help="count instructions instead (redis-server under valgrind's callgrind: "
                     "exact and noise-free, about 50 times slower; use fewer calls and 1 round)")
@@ -310,7 +328,11 @@ def main():
     tmp = tempfile.mkdtemp(prefix="weir-script-cost-")
     if o.callgrind and not shutil.which("callgrind_control"):
         sys.exit("script_cost.py: valgrind (callgrind_control) is not in $PATH")
-    proc, r = start_server(tmp, o.callgrind)
+    if o.redis_cpu is not None:
+        others = set(range(os.cpu_count() or 1)) - {o.redis_cpu}
+        if others:
+            os.sched_setaffinity(0, others)
+    proc, r = start_server(tmp, o.callgrind, o.redis_cpu)
     cg = (proc.pid, tmp) if o.callgrind else None
     try:
         print("redis-server %s, %d round(s) of %d calls, %s" %

@@ -16,8 +16,8 @@
 
 #include "weir/store.h"
 
-/* The longest array a reply may hold: the script's, for a call of
- * WEIR_MAX_BATCH ops (1 + 8 per op), with room to spare. */
+/* The longest array a reply may hold: more than the script's, for a call
+ * of WEIR_MAX_BATCH ops (1 + at most 6 per op). */
 #define WEIR__REDIS_MAX_REPLY_ELEMENTS (1 + 8 * (int)WEIR_MAX_BATCH)
 /* The longest string: a sha1, a library name, an error message. */
 #define WEIR__REDIS_MAX_REPLY_STRING ((size_t)1 << 16)

@@ -57,20 +57,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    for _ in $(seq 100); do
-        if python3 -c "import socket,sys; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.05
-    done
-    echo "bench/http.sh: nothing listens on port $1" >&2
-    exit 1
-}
+. bench/ports.sh
 
 cat >"$tmp/rules.yaml" <<'YAML'
 domain: bench

@@ -48,19 +48,7 @@ descriptors:
     rate_limit: {unit: second, requests_per_unit: 1000000000}
 YAML
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    for _ in $(seq 100); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null &&
-            return 0
-        sleep 0.05
-    done
-    echo "bench/late.sh: nothing listens on port $1" >&2
-    exit 1
-}
+. bench/ports.sh
 
 # start BIN STORE: weir on fresh ports ($hport, $gport)
 start() {

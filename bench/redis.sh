@@ -49,19 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-
-wait_port() {
-    for _ in $(seq 200); do
-        python3 -c "import socket; socket.create_connection(('127.0.0.1',$1),0.2)" 2>/dev/null &&
-            return 0
-        sleep 0.05
-    done
-    echo "bench/redis.sh: nothing listens on port $1" >&2
-    exit 1
-}
+. bench/ports.sh
 
 rport=$(free_port)
 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$tmp" \

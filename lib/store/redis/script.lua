@@ -261,6 +261,15 @@ local function sget(key, i)
     return v
 end
 
+-- The fixed-size string state of op i's key (bucket, GCRA, fixed window:
+-- a tag and two numbers), or nothing when absent or of another shape.
+local function state3(key, i)
+    local v = sget(key, i)
+    if v and #v == 17 then
+        return sunpack('<Bdd', v)
+    end
+end
+
 local function flush(key)
     local k = slot[key]
     if k and k ~= STALE and wk[k] then
@@ -404,16 +413,10 @@ end
 local function bucket(key, L, now, hits, write, i)
     local algo, burst, unit, rate, cap = L.algo, L.burst, L.unit, L.rate, L.cap
     local level, last = 0, 0
-    local v = fetched[i]
-    if slot[key] ~= nil then
-        v = sget(key, i)
-    end
-    if v and #v == 17 then
-        local tag, l, t = sunpack('<Bdd', v)
-        if tag == algo and l >= 0 and l <= cap and l % 1 == 0 and t >= 0 and t <= P52 and
-            t % 1 == 0 then
-            level, last = l, t
-        end
+    local tag, l, t = state3(key, i)
+    if tag == algo and l >= 0 and l <= cap and l % 1 == 0 and t >= 0 and t <= P52 and
+        t % 1 == 0 then
+        level, last = l, t
     end
     -- a clock that went backwards drains nothing
     local t = last > now and last or now
@@ -481,20 +484,14 @@ local function gcra(key, L, now, hits, write, i)
     local burst, d, m, unit, cap = L.burst, L.d, L.m, L.tunit, L.tcap
     -- the TAT: whole microseconds, and ticks past them
     local tat_us, tat_t = 0, 0
-    local v = fetched[i]
-    if slot[key] ~= nil then
-        v = sget(key, i)
-    end
-    if v and #v == 17 then
-        local tag, x, y = sunpack('<Bdd', v)
-        if tag == 2 and x >= 0 and x <= P52 + P51 and x % 1 == 0 and y >= 0 and y <= 999 and
-            y % 1 == 0 then
-            -- between two ticks only if the limit changed: round it up
-            -- (a unit of whole microseconds: d = 1000, m = 1, one tick)
-            tat_us, tat_t = x, m == 1 and (y > 0 and 1 or 0) or cdiv(y, d)
-            if tat_t == m then
-                tat_us, tat_t = x + 1, 0
-            end
+    local tag, x, y = state3(key, i)
+    if tag == 2 and x >= 0 and x <= P52 + P51 and x % 1 == 0 and y >= 0 and y <= 999 and
+        y % 1 == 0 then
+        -- between two ticks only if the limit changed: round it up
+        -- (a unit of whole microseconds: d = 1000, m = 1, one tick)
+        tat_us, tat_t = x, m == 1 and (y > 0 and 1 or 0) or cdiv(y, d)
+        if tat_t == m then
+            tat_us, tat_t = x + 1, 0
         end
     end
     -- the backlog, TAT - now (0 when the TAT has passed): b_us and b_t ticks
@@ -557,16 +554,10 @@ end
 local function fixed(key, L, now, hits, write, i)
     local limit, window = L.limit, L.window
     local w, count = 0, 0
-    local v = fetched[i]
-    if slot[key] ~= nil then
-        v = sget(key, i)
-    end
-    if v and #v == 17 then
-        local tag, x, y = sunpack('<Bdd', v)
-        if tag == 5 and x >= 0 and x * window <= P52 and x % 1 == 0 and y >= 0 and
-            y <= limit and y % 1 == 0 then
-            w, count = x, y
-        end
+    local tag, x, y = state3(key, i)
+    if tag == 5 and x >= 0 and x * window <= P52 and x % 1 == 0 and y >= 0 and
+        y <= limit and y % 1 == 0 then
+        w, count = x, y
     end
     -- an earlier window than the state's (the clock went back) is the state's
     local cw = now / window -- idiv(now, window), inline

@@ -271,6 +271,67 @@ WEIR_API weir_status weir_engine_decide(weir_engine_reader *reader, const weir_r
                                         int64_t now_us, weir_descriptor_status *statuses,
                                         weir_decide_cb cb, void *arg);
 
+/* ------------------------------------------------------------------------ */
+/* Counters the caller names                                                */
+
+/** Longest counter name weir_engine_decide_key() takes, in bytes. */
+#define WEIR_ENGINE_MAX_KEY_NAME 4000u
+
+/**
+ * One operation on a counter named by the caller rather than by the
+ * rules: redis-cell's CL.THROTTLE (a key and a limit given with each call)
+ * and the like. The counter lives in the engine's store under a name of
+ * its own ("weir:k:" and @name, docs/ARCHITECTURE.md), apart from every
+ * counter of the rules, and is shared by every process on a shared store.
+ * A counter keeps its state across calls with different limits of the
+ * same algorithm (a GCRA counter is one time, whatever its rate), as
+ * redis-cell's keys do; under another algorithm it starts fresh.
+ */
+typedef struct weir_key_op {
+    const void *name;
+    size_t name_len; /* 1 .. WEIR_ENGINE_MAX_KEY_NAME */
+    /** WEIR_OP_TAKE (hits 0 peeks: changes nothing), WEIR_OP_CHECK, or
+     *  WEIR_OP_RESET (forget the counter; @limit and @hits unused). */
+    weir_op_kind kind;
+    const weir_limit *limit; /* borrowed for the call */
+    uint64_t hits;
+    /** What a TAKE or CHECK decides while the store fails. */
+    weir_failure_mode failure_mode;
+} weir_key_op;
+
+/** What a weir_key_op came to. */
+typedef struct weir_key_outcome {
+    /** WEIR_OK, or why it failed: only a RESET fails (a store that fails a
+     *  TAKE or CHECK leaves the verdict to failure_mode). */
+    weir_status status;
+    /** The verdict (TAKE, CHECK; a RESET: allowed says whether the store
+     *  held a state to forget). Valid when status is WEIR_OK. */
+    weir_result result;
+    /** The store failed and failure_mode decided (result.remaining and the
+     *  times are 0 then, unless local). */
+    bool failure_mode;
+    /** ... and it was failure_mode local: decided on the fallback store,
+     *  under the limit's share (weir_engine_options.instances). */
+    bool local;
+} weir_key_outcome;
+
+/** Completion of weir_engine_decide_key(); @out is valid during the call.
+ *  Runs where weir_decide_cb runs (inline on a memory store). */
+typedef void (*weir_key_cb)(void *arg, const weir_key_outcome *out);
+
+/**
+ * weir_engine_decide_key() - run @op on the counter it names.
+ *
+ * Returns WEIR_OK when accepted (@cb runs, or has run, exactly once);
+ * WEIR_EINVAL for NULL arguments, a name empty or past
+ * WEIR_ENGINE_MAX_KEY_NAME, an unknown kind, or a TAKE or CHECK with no
+ * limit; WEIR_ERANGE for a limit the store cannot hold
+ * (weir_store_check_limit()); WEIR_ENOMEM. Same threads as
+ * weir_engine_decide().
+ */
+WEIR_API weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op *op,
+                                            int64_t now_us, weir_key_cb cb, void *arg);
+
 /* X(name, number, text): why weir_engine_decide() refused a request. A
  * descriptor's reason reads after "descriptors[N]"; numbers never change. */
 #define WEIR_REFUSAL_MAP(X)                                                                      \

@@ -41,7 +41,11 @@ typedef enum weir_op_kind {
     /** Decide without charging (weir_check()); never creates a key. */
     WEIR_OP_CHECK = 1,
     /** Give back concurrency lease `lease`. */
-    WEIR_OP_RELEASE = 2
+    WEIR_OP_RELEASE = 2,
+    /** Forget the key's state: the key is fresh again. `limit` must still
+     *  be a valid limit (its fields are not used); result.allowed says
+     *  whether the store held a state. Not in an atomic batch. */
+    WEIR_OP_RESET = 3
 } weir_op_kind;
 
 /** One operation of a batch. Inputs are borrowed until completion. */
@@ -107,7 +111,7 @@ typedef void (*weir_store_cb)(void *arg, weir_op *ops, size_t n, weir_status sta
  *
  * An atomic batch on the memory store holds at most 64 ops (WEIR_EINVAL
  * past that). An op that is not valid (an empty or too long key, no
- * limit, a RELEASE inside an atomic batch) fails the whole
+ * limit, a RELEASE or RESET inside an atomic batch) fails the whole
  * atomic batch with WEIR_EINVAL, and only itself in an independent batch.
  */
 WEIR_API weir_status weir_store_submit(weir_store *store, weir_op *ops, size_t n, int64_t now_us,

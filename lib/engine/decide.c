@@ -258,9 +258,7 @@ static void decision_free(decision *dc)
     /* dc is the reader's thread's to reuse from here on */
     decision *prev = atomic_exchange(&rd->spare, dc);
     weir__decision_destroy(ctx, prev);
-    /* the last touch of the reader: it may be freed from here on */
-    if (atomic_fetch_sub(&rd->live, 1) == (READER_FREEING | 1))
-        weir__reader_destroy(rd);
+    weir__reader_unhold(rd); /* the last touch of the reader */
 }
 
 /* Whether status a is more restrictive than b (denied first, then less
@@ -357,9 +355,7 @@ static int batch_count(decision *dc, int d)
     return atomic_fetch_add(&dc->outstanding, d) + d;
 }
 
-/* The limit share of failure_mode local: the limit (and burst) scaled
- * down to @ppm millionths, at least 1 (a ban stays a ban). */
-static weir_status local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out)
+weir_status weir__local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out)
 {
     weir_limit_spec spec = {lim->algorithm, lim->limit, lim->window_us, lim->burst,
                             lim->sub_windows > 1 ? lim->sub_windows : 0};
@@ -407,7 +403,7 @@ static void decide_locally(decision *dc, weir_op *ops, size_t n, bool atomic)
         if (!p || p->limit->failure_mode != WEIR_FAILURE_LOCAL)
             continue;
         uint32_t ppm = p->limit->local_share_ppm ? p->limit->local_share_ppm : e->local_share_ppm;
-        if (local_limit(p->lim, ppm, &lims[m]) != WEIR_OK)
+        if (weir__local_limit(p->lim, ppm, &lims[m]) != WEIR_OK)
             continue;
         local[m] = ops[i];
         local[m].limit = &lims[m];

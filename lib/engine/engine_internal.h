@@ -82,6 +82,19 @@ struct weir_engine_reader {
  * reader already freed). */
 void weir__reader_destroy(weir_engine_reader *reader);
 
+/* The limit share of failure_mode local: @lim (and its burst) scaled down
+ * to @ppm millionths, at least 1 (a ban stays a ban). */
+weir_status weir__local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out);
+
+/* A decision of @reader completed after weir_engine_decide() returned:
+ * the reader may be freed now if it was freed while the decision was in
+ * flight. Its last touch of the reader. */
+static inline void weir__reader_unhold(weir_engine_reader *rd)
+{
+    if (atomic_fetch_sub(&rd->live, 1) == (READER_FREEING | 1))
+        weir__reader_destroy(rd);
+}
+
 /* Free a decision's memory and what it keeps (its key buffer). */
 void weir__decision_destroy(weir_ctx *ctx, decision *dc);
 

@@ -678,7 +678,7 @@ static bool op_valid(const weir_op *op, unsigned flags)
         return false;
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
            (unsigned)op->limit->algorithm - 1u < WEIR_ALGORITHM_COUNT &&
-           (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK || op->kind == WEIR_OP_RELEASE);
+           (unsigned)op->kind <= (unsigned)WEIR_OP_RESET;
 }
 
 /* The shard's clock: never behind what it has already seen, never before
@@ -698,6 +698,15 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
     const weir_limit *lim = op->limit;
     now_us = shard_now(sh, now_us);
     entry *e = find(sh, d);
+    if (op->kind == WEIR_OP_RESET) {
+        /* whether there was a state to forget, at rest or not */
+        memset(&op->result, 0, sizeof(op->result));
+        op->result.allowed = e != NULL;
+        if (e)
+            remove_entry(ms, sh, e);
+        op->status = WEIR_OK;
+        return;
+    }
     if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
         remove_entry(ms, sh, e);
@@ -864,7 +873,8 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     /* the engine's batches are valid by construction and already fetched */
     bool planned = (flags & WEIR__BATCH_PLANNED) != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!planned && (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE))
+        if (!planned && (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE ||
+                         ops[i].kind == WEIR_OP_RESET))
             return WEIR_EINVAL;
         d[i] = op_digest(ms, &ops[i], flags);
         if (!planned)

@@ -51,7 +51,9 @@
  *   retry_after_us  only when not allowed
  *   delay_us        only with flag 2 (> 0: else no flag)
  *   lease           only with flag 4 (> 0: else no flag)
- * so that an admission takes 3 and a denial 4. Statuses: WEIR_ENOLEASE (a
+ * so that an admission takes 3 and a denial 4. A RESET (kind 3) deletes
+ * its key: "allowed" when there was a state, with nothing remaining and
+ * no times. Statuses: WEIR_ENOLEASE (a
  * RELEASE of a lease not held, or of a banned concurrency limit),
  * WEIR_EALGO (a RELEASE under another algorithm), WEIR_EINVAL (an unknown
  * kind or algorithm; and every op of an atomic batch that holds a RELEASE

@@ -1042,6 +1042,23 @@ local function decide(i, L, now, hits, write)
     return OK, f(Keys[i], L, now, hits, write, i)
 end
 
+-- weir_op's RESET: the key goes, and a write of it this call still owes
+-- with it; the ops after it read it as fresh. Returns 1 when there was a
+-- state (in Redis, or written by this call), else 0.
+local function reset(key)
+    local had, k = 0, slot[key]
+    if k and k ~= STALE then
+        had = wv[k] and 1 or 0
+        wk[k] = false
+    end
+    if rcall('DEL', key) > 0 then
+        had = 1
+    end
+    nw = nw + 1
+    slot[key], wv[nw], wk[nw] = nw, false, false
+    return had
+end
+
 -- An op of an independent batch: decided and charged on its own.
 local function run_one(i, a, now)
     local kind, L = Argv[a], Lims[Argv[a + 3]] or lim_of(a)
@@ -1053,6 +1070,8 @@ local function run_one(i, a, now)
         else
             decide(i, L, now, hits, false)
         end
+    elseif kind == '3' then
+        emit(OK, reset(Keys[i]), 0, 0, 0, 0, 0, 0)
     elseif kind ~= '2' or not L.f then
         emit(EINVAL)
     elseif L.algo ~= 8 then

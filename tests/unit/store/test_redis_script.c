@@ -595,6 +595,51 @@ static void bans(void **unused)
     }
 }
 
+/* RESET deletes its key, whatever holds it (a string state, a sorted
+ * set), also one this call wrote and has yet to write back; the ops after
+ * it see a fresh key; an atomic batch refuses it whole. */
+static void reset_forgets_a_key(void **unused)
+{
+    (void)unused;
+    flushall();
+    weir_limit gcra = compile4(WEIR_ALGO_GCRA, 3, S, 3, 0);
+    weir_limit slog = compile(WEIR_ALGO_SLIDING_LOG, 3, S);
+    const weir_limit *lims[] = {&gcra, &slog};
+    for (size_t l = 0; l < 2; l++) {
+        weir_op op = one("r", lims[l], WEIR_OP_TAKE, T0, 1, 0);
+        assert_true(op.result.allowed);
+        assert_int_equal(integer_reply("EXISTS %s", "r"), 1);
+        op = one("r", lims[l], WEIR_OP_RESET, T0, 0, 0);
+        assert_int_equal(op.status, WEIR_OK);
+        assert_true(op.result.allowed);
+        assert_int_equal(integer_reply("EXISTS %s", "r"), 0);
+        op = one("r", lims[l], WEIR_OP_RESET, T0, 0, 0);
+        assert_false(op.result.allowed);
+
+        /* take, reset, take in one call: the last take finds it fresh */
+        weir_op ops[3] = {
+            {.key = "r", .key_len = 1, .limit = lims[l], .hits = 1, .kind = WEIR_OP_TAKE},
+            {.key = "r", .key_len = 1, .limit = lims[l], .kind = WEIR_OP_RESET},
+            {.key = "r", .key_len = 1, .limit = lims[l], .hits = 1, .kind = WEIR_OP_TAKE}};
+        weir__redis_batch b = {ops, 3, T0, 0};
+        assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+        assert_true(ops[1].result.allowed);
+        assert_int_equal(ops[2].result.remaining, 2);
+        assert_int_equal(integer_reply("EXISTS %s", "r"), 1);
+        /* take then reset: nothing is written back */
+        b.n = 2;
+        assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+        assert_true(ops[1].result.allowed);
+        assert_int_equal(integer_reply("EXISTS %s", "r"), 0);
+        /* not in an atomic batch */
+        b.flags = WEIR_BATCH_ATOMIC;
+        assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+        assert_int_equal(ops[0].status, WEIR_EINVAL);
+        assert_int_equal(ops[1].status, WEIR_EINVAL);
+        assert_int_equal(integer_reply("EXISTS %s", "r"), 0);
+    }
+}
+
 /* ----------------------------------------------------------------- traces */
 
 typedef struct trace {
@@ -1282,7 +1327,7 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     op.key_len = WEIR_MAX_KEY_BYTES + 1;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     op.key_len = 1;
-    op.kind = (weir_op_kind)3;
+    op.kind = (weir_op_kind)(WEIR_OP_RESET + 1);
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     assert_int_equal(weir__redis_op_ok(NULL, T0), WEIR_EINVAL);
 }
@@ -2066,6 +2111,7 @@ int main(void)
         cmocka_unit_test(redis_clock),
         cmocka_unit_test(foreign_state_is_a_fresh_key),
         cmocka_unit_test(a_call_is_its_batches_one_by_one),
+        cmocka_unit_test(reset_forgets_a_key),
         cmocka_unit_test(many_limits_in_one_call),
         cmocka_unit_test(more_keys_than_one_mget),
         cmocka_unit_test(a_second_server_with_a_password),

@@ -1,0 +1,166 @@
+/*
+ * keyed.c - operations on counters the caller names
+ * (weir_engine_decide_key()): one op on the engine's store, under a name
+ * of its own, with the rules' failure modes when the store fails.
+ *
+ * On a store that completes inline the op runs at once on the caller's
+ * stack and the reader's scratch buffer (no allocation); otherwise it
+ * gets a block of its own, which holds the reader until it completes, as
+ * a rule decision does.
+ */
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "engine/engine_internal.h"
+#include "store/store.h"
+#include "weir/engine.h"
+
+/* Every counter named by a caller starts so; no counter of the rules does
+ * (theirs are "weir:1:" and the rest on a shared store, digests in
+ * memory). */
+#define PREFIX "weir:k:"
+#define PREFIX_LEN (sizeof(PREFIX) - 1)
+
+_Static_assert(PREFIX_LEN + WEIR_ENGINE_MAX_KEY_NAME <= WEIR_MAX_KEY_BYTES,
+               "a counter's name and its prefix fit a store key");
+
+typedef struct keyed {
+    weir_engine *engine;
+    weir_engine_reader *reader; /* held until completion; NULL inline */
+    weir_op op;
+    weir_limit lim; /* the caller's, copied */
+    weir_failure_mode failure_mode;
+    int64_t now_us;
+    weir_key_cb cb;
+    void *arg;
+    char key[]; /* the prefix and the name */
+} keyed;
+
+/* A store that failed a TAKE or CHECK: the failure mode decides, local on
+ * the fallback store under the instance's share of the limit. */
+static void fail_over(const keyed *k, weir_key_outcome *out)
+{
+    weir_engine *e = k->engine;
+    out->failure_mode = true;
+    if (k->failure_mode == WEIR_FAILURE_LOCAL && e->fallback) {
+        weir_limit share;
+        weir_op op = k->op;
+        op.limit = &share;
+        if (weir__local_limit(&k->lim, e->local_share_ppm, &share) == WEIR_OK &&
+            weir_memstore_run(e->fallback, &op, 1, k->now_us, 0) == WEIR_OK &&
+            op.status == WEIR_OK) {
+            out->status = WEIR_OK;
+            out->result = op.result;
+            out->local = true;
+            return;
+        }
+    }
+    /* allow, deny, or local with nothing to decide it on: it fails open,
+     * as rule limits do */
+    out->status = WEIR_OK;
+    memset(&out->result, 0, sizeof(out->result));
+    out->result.allowed = k->failure_mode != WEIR_FAILURE_DENY;
+    out->result.limit = k->lim.burst ? k->lim.burst : k->lim.limit;
+}
+
+static void deliver(const keyed *k, weir_status batch)
+{
+    weir_key_outcome out = {0};
+    weir_status st = batch != WEIR_OK ? batch : k->op.status;
+    if (st == WEIR_OK) {
+        out.status = WEIR_OK;
+        out.result = k->op.result;
+    } else if (k->op.kind == WEIR_OP_RESET) {
+        out.status = st;
+    } else {
+        fail_over(k, &out);
+    }
+    k->cb(k->arg, &out);
+}
+
+static void done_inline(void *arg, weir_op *ops, size_t n, weir_status status)
+{
+    (void)ops, (void)n;
+    deliver(arg, status);
+}
+
+static void done_later(void *arg, weir_op *ops, size_t n, weir_status status)
+{
+    (void)ops, (void)n;
+    keyed *k = arg;
+    weir_engine_reader *rd = k->reader;
+    deliver(k, status);
+    weir__free(k->engine->ctx, k);
+    weir__reader_unhold(rd);
+}
+
+weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op *op,
+                                   int64_t now_us, weir_key_cb cb, void *arg)
+{
+    if (!reader || !op || !cb || !op->name || op->name_len == 0 ||
+        op->name_len > WEIR_ENGINE_MAX_KEY_NAME)
+        return WEIR_EINVAL;
+    weir_limit reset_lim;
+    const weir_limit *lim = op->limit;
+    switch (op->kind) {
+    case WEIR_OP_TAKE:
+    case WEIR_OP_CHECK:
+        if (!lim)
+            return WEIR_EINVAL;
+        break;
+    case WEIR_OP_RESET: {
+        /* a store takes only ops with a valid limit; a RESET reads none */
+        weir_limit_spec spec = {WEIR_ALGO_GCRA, 1, 1, 0, 0};
+        if (weir_limit_compile(&spec, &reset_lim) != WEIR_OK)
+            return WEIR_EINVAL;
+        lim = &reset_lim;
+        break;
+    }
+    default:
+        return WEIR_EINVAL;
+    }
+    weir_engine *e = reader->engine;
+    weir_status st = weir_store_check_limit(e->store, lim);
+    if (st != WEIR_OK)
+        return st;
+
+    size_t key_len = PREFIX_LEN + op->name_len;
+    bool later = !e->inline_store;
+    keyed own;
+    keyed *k = &own;
+    char *key = reader->scratch;
+    if (later) {
+        if (!(k = weir__malloc(e->ctx, sizeof(*k) + key_len)))
+            return WEIR_ENOMEM;
+        key = k->key;
+    }
+    memcpy(key, PREFIX, PREFIX_LEN);
+    memcpy(key + PREFIX_LEN, op->name, op->name_len);
+    k->engine = e;
+    k->reader = later ? reader : NULL;
+    k->lim = *lim;
+    k->failure_mode = op->failure_mode;
+    k->now_us = now_us;
+    k->cb = cb;
+    k->arg = arg;
+    memset(&k->op, 0, sizeof(k->op));
+    k->op.key = key;
+    k->op.key_len = key_len;
+    k->op.limit = &k->lim;
+    k->op.hits = op->hits;
+    /* a TAKE of 0 hits is a look, and a look never creates a key */
+    k->op.kind = op->kind == WEIR_OP_TAKE && op->hits == 0 ? WEIR_OP_CHECK : op->kind;
+    /* a counter's limit comes with each call, so a denial kept under one
+     * limit may not be the answer under the next: no over-limit cache */
+    k->op.flags = WEIR_OP_NO_LOCAL_CACHE;
+    if (!later)
+        return weir_store_submit(e->store, &k->op, 1, now_us, 0, done_inline, k);
+    atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
+    weir_store_session *ss = reader->session;
+    st = ss ? weir_store_session_submit(ss, &k->op, 1, now_us, 0, done_later, k)
+            : weir_store_submit(e->store, &k->op, 1, now_us, 0, done_later, k);
+    if (st != WEIR_OK)
+        done_later(k, &k->op, 1, st); /* refused: the failure mode decides */
+    return WEIR_OK;
+}

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-redis format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-redis bench-resp format format-check clean
 
 all: build
 
@@ -89,6 +89,11 @@ bench-late: deps
 # Redis CPU per decision, throughput, latency (bench/redis.sh).
 bench-redis: build
 	bench/redis.sh
+
+# weir's CL.THROTTLE against Redis + a Lua token bucket, side by side
+# (bench/resp.sh): redis-benchmark, pipelines 1 and 16, 1 or 100k keys.
+bench-resp: build
+	bench/resp.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

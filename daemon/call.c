@@ -132,6 +132,26 @@ call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t da
     return c;
 }
 
+call *call_new_key(conn *cn, const call_ops *ops, const weir_key_op *op, size_t data_bytes,
+                   uint64_t t0_ns)
+{
+    weir_request none = {0};
+    call *c = call_new(cn, ops, &none, data_bytes + op->name_len, t0_ns);
+    if (!c)
+        return NULL;
+    c->keyed = true;
+    c->key = *op;
+    if (op->limit) {
+        c->key_limit = *op->limit;
+        c->key.limit = &c->key_limit;
+    }
+    /* the name after the protocol's bytes */
+    char *name = (char *)c + align_up(sizeof(call)) + data_bytes;
+    memcpy(name, op->name, op->name_len);
+    c->key.name = name;
+    return c;
+}
+
 /* ------------------------------------------------------------ deadlines */
 
 /* The calls of a worker that wait with a deadline are one list, earliest
@@ -266,11 +286,26 @@ static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st,
         release(c);
 }
 
+static void on_key_decided(void *arg, const weir_key_outcome *out)
+{
+    call *c = arg;
+    c->completed = true;
+    if (!c->answered && !c->conn->closed) {
+        c->answered = true;
+        c->ops->key_decided(c, out);
+    }
+    c->answered = true;
+    if (!c->deciding)
+        release(c);
+}
+
 weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
 {
     c->now_us = now_us;
     c->deciding = true;
-    weir_status st = weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
+    weir_status st = c->keyed
+                         ? weir_engine_decide_key(w->reader, &c->key, now_us, on_key_decided, c)
+                         : weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
     c->deciding = false;
     if (st != WEIR_OK)
         return st;

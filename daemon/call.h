@@ -31,12 +31,19 @@ typedef struct call_ops {
     /** Optional: the call the engine took is about to be freed, answered
      *  or not (its connection may have closed). */
     void (*done)(call *c);
+    /** Instead of decided(): a call on a counter the caller names
+     *  (call_new_key()) completed. */
+    void (*key_decided)(call *c, const weir_key_outcome *out);
 } call_ops;
 
 struct call {
     conn *conn;
     const call_ops *ops;
     weir_request req; /* the call's own copy */
+    /* or an op on a counter the caller names, with its own copies */
+    bool keyed;
+    weir_key_op key;
+    weir_limit key_limit;
     weir_descriptor_status *st;
     int64_t now_us;    /* the decision's time */
     uint64_t t0_ns;    /* when the request was whole, for the latency metrics */
@@ -57,6 +64,14 @@ struct call {
  */
 call *call_new(conn *c, const call_ops *ops, const weir_request *req, size_t data_bytes,
                uint64_t t0_ns);
+
+/**
+ * call_new_key() - a call running @op (weir_engine_decide_key()) on a copy
+ * of its name and limit; its answer comes to ops->key_decided(). NULL when
+ * out of memory.
+ */
+call *call_new_key(conn *c, const call_ops *ops, const weir_key_op *op, size_t data_bytes,
+                   uint64_t t0_ns);
 
 /**
  * call_decide() - start the decision at @now_us; answer by @timeout_ms

@@ -28,6 +28,7 @@
 #include "http/routes.h"
 #include "listen.h"
 #include "log.h"
+#include "resp/proto_resp.h"
 #include "stores.h"
 #include "worker.h"
 
@@ -44,6 +45,7 @@ typedef struct protocol_row {
 static const protocol_row protocols[] = {
     {&http_proto, offsetof(serve_options, http)},
     {&grpc_proto, offsetof(serve_options, grpc)},
+    {&resp_proto, offsetof(serve_options, resp)},
 };
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 _Static_assert(N_PROTOCOLS <= SERVER_MAX_LISTENERS, "a listener slot for every protocol");
@@ -281,7 +283,8 @@ static int open_listeners(server *s)
         server_listener *l = &s->listeners[s->n_listeners];
         char err[512];
         l->proto = protocols[i].proto;
-        l->fds = listen_all(addr, s->n_workers, "http", l->url, sizeof(l->url), err, sizeof(err));
+        l->fds = listen_all(addr, s->n_workers, l->proto->scheme, l->url, sizeof(l->url), err,
+                            sizeof(err));
         if (!l->fds) {
             fprintf(stderr, "weir serve: --%s %s\n", l->proto->name, err);
             return 1;
@@ -337,9 +340,6 @@ static int start(server *s)
     s->workers = calloc(s->n_workers, sizeof(*s->workers));
     if (!s->workers || open_listeners(s) != 0)
         return 1;
-    if (s->opt.resp[0])
-        dlog(WEIR_LOG_WARN, "listener_unavailable", "protocol", "resp", "address", s->opt.resp,
-             "reason", "not implemented in this version", NULL);
     for (unsigned i = 0; i < s->n_workers; i++) {
         s->workers[i].srv = s;
         s->workers[i].id = i;
@@ -352,8 +352,9 @@ static int start(server *s)
     char threads[16];
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
     const char *http = url_of(s, &http_proto), *grpc = url_of(s, &grpc_proto);
-    dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "threads", threads, "store",
-         store_shown, "version", weir_version(), NULL);
+    const char *resp = url_of(s, &resp_proto);
+    dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "resp", resp, "threads", threads,
+         "store", store_shown, "version", weir_version(), NULL);
     if (strcmp(http, "off") != 0) {
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
@@ -363,6 +364,10 @@ static int start(server *s)
     }
     if (strcmp(grpc, "off") != 0) {
         printf("  grpc:    %s (envoy.service.ratelimit.v3.RateLimitService)\n", grpc);
+        fflush(stdout);
+    }
+    if (strcmp(resp, "off") != 0) {
+        printf("  resp:    %s (CL.THROTTLE, GCRA, WEIR.CHECK: docs/RESP.md)\n", resp);
         fflush(stdout);
     }
     return 0;

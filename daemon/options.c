@@ -56,8 +56,12 @@ static const option options[] = {
      "gRPC: concurrent calls on one connection (HTTP/2 MAX_CONCURRENT_STREAMS)"},
     {"grpc-max-message-bytes", "WEIR_GRPC_MAX_MESSAGE_BYTES", "BYTES", "64KiB", K_BYTES,
      AT(grpc_max_message_bytes), "gRPC: one request message (RESOURCE_EXHAUSTED beyond)"},
-    {"resp", "WEIR_RESP", "HOST:PORT", "", K_TEXT, AT(resp),
-     "Redis-protocol listener (CL.THROTTLE): not served by this version; off"},
+    {"resp", "WEIR_RESP", "HOST:PORT", "127.0.0.1:6380", K_TEXT, AT(resp),
+     "Redis-protocol listener (CL.THROTTLE, GCRA, WEIR.CHECK: docs/RESP.md); empty disables it"},
+    {"resp-password", "WEIR_RESP_PASSWORD", "TEXT", "", K_TEXT, AT(resp_password),
+     "RESP: clients must AUTH with it (Redis's requirepass); required off loopback"},
+    {"resp-idle-timeout", "WEIR_RESP_IDLE_TIMEOUT", "DURATION", "0", K_DURATION,
+     AT(resp_idle_timeout_ms), "RESP: close a connection idle this long; 0 = never, as Redis"},
     {"threads", "WEIR_THREADS", "N", "0", K_COUNT, AT(threads),
      "worker threads, each with its own event loop; 0 = one per core"},
     {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store),
@@ -120,7 +124,7 @@ static const option options[] = {
     {"request-timeout", "WEIR_REQUEST_TIMEOUT", "DURATION", "10s", K_DURATION,
      AT(request_timeout_ms), "a request must arrive whole within this (slow clients)"},
     {"max-pipelined", "WEIR_MAX_PIPELINED", "N", "64", K_COUNT, AT(max_pipelined),
-     "HTTP: answers one connection may have pending; reading pauses beyond"},
+     "HTTP, RESP: decisions one connection may have in flight; reading pauses beyond"},
     {"decision-timeout", "WEIR_DECISION_TIMEOUT", "DURATION", "1s", K_DURATION,
      AT(decision_timeout_ms),
      "answer a decision the store has not made by then (HTTP 504, gRPC DEADLINE_EXCEEDED); "
@@ -371,6 +375,20 @@ static const option *find(const char *flag, size_t n)
     return NULL;
 }
 
+/* Whether HOST:PORT names only this machine: 127.0.0.0/8, ::1 or
+ * localhost (an empty host is every interface). */
+static bool on_loopback(const char *addr)
+{
+    const char *colon = strrchr(addr, ':');
+    size_t n = colon ? (size_t)(colon - addr) : strlen(addr);
+    if (n >= 2 && addr[0] == '[' && addr[n - 1] == ']') {
+        addr++;
+        n -= 2;
+    }
+    return (n == 9 && strncmp(addr, "localhost", 9) == 0) ||
+           (n == 3 && strncmp(addr, "::1", 3) == 0) || (n > 4 && strncmp(addr, "127.", 4) == 0);
+}
+
 int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done)
 {
     memset(o, 0, sizeof(*o));
@@ -465,6 +483,14 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->max_pipelined == 0) {
         fprintf(err, "weir serve: --max-pipelined must be positive\n");
+        return 2;
+    }
+    if (o->resp[0] && !o->resp_password[0] && !on_loopback(o->resp)) {
+        fprintf(err,
+                "weir serve: --resp %s: not a loopback address, and no --resp-password: "
+                "anyone who reaches it could spend or reset any counter (set a password, which "
+                "clients give with AUTH, or listen on 127.0.0.1)\n",
+                o->resp);
         return 2;
     }
     return 0;

@@ -23,7 +23,9 @@ typedef struct serve_options {
     char http[SERVE_ADDR_BYTES]; /* "" disables the listener */
     char grpc[SERVE_ADDR_BYTES];
     char resp[SERVE_ADDR_BYTES];
-    unsigned threads; /* 0 = one per core */
+    char resp_password[SERVE_ADDR_BYTES]; /* "" = no AUTH needed */
+    int64_t resp_idle_timeout_ms;         /* 0 = never */
+    unsigned threads;                     /* 0 = one per core */
     char store[SERVE_ADDR_BYTES];
     uint64_t max_memory;
     /* the Redis store (--redis-*) */
@@ -48,7 +50,7 @@ typedef struct serve_options {
     uint64_t max_body_bytes;
     uint64_t max_descriptors;
     uint64_t max_batch;
-    uint64_t max_pipelined;      /* HTTP answers pending per connection */
+    uint64_t max_pipelined;      /* answers pending per HTTP or RESP connection */
     int64_t decision_timeout_ms; /* 0 = none of the daemon's */
     int64_t idle_timeout_ms;
     int64_t request_timeout_ms;

@@ -14,8 +14,10 @@ struct listener;
 struct conn;
 
 typedef struct proto {
-    /** Its name in logs ("http", "grpc"). */
+    /** Its name in logs and its setting ("http", "grpc", "resp"). */
     const char *name;
+    /** The scheme of its URL in logs ("http", "redis"). */
+    const char *scheme;
     metrics_proto metric;
     /** State of the protocol on one worker (its decoders, scratch), made
      *  before the worker's loop runs and freed after; NULL when out of

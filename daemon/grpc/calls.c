@@ -109,7 +109,7 @@ static void on_expired(call *c)
     conn_kick(c->conn);
 }
 
-static const call_ops rls_call_ops = {on_decided, on_expired, NULL};
+static const call_ops rls_call_ops = {on_decided, on_expired, NULL, NULL};
 
 /* Milliseconds until the call's answer is due: its grpc-timeout or
  * --decision-timeout, whichever comes first; at least 1. */

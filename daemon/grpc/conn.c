@@ -280,6 +280,7 @@ static void grpc_worker_free(void *state)
 
 const proto grpc_proto = {
     .name = "grpc",
+    .scheme = "http",
     .metric = PROTO_GRPC,
     .worker_new = grpc_worker_new,
     .worker_free = grpc_worker_free,

@@ -385,6 +385,7 @@ static void http_worker_free(void *state)
 
 const proto http_proto = {
     .name = "http",
+    .scheme = "http",
     .metric = PROTO_HTTP,
     .worker_new = http_worker_new,
     .worker_free = http_worker_free,

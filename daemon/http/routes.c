@@ -142,7 +142,7 @@ static void on_expired(call *c)
     kick(c);
 }
 
-static const call_ops route_call_ops = {on_decided, on_expired, NULL};
+static const call_ops route_call_ops = {on_decided, on_expired, NULL, NULL};
 
 /* The HTTP status of a request the engine refused, its reason in @msg. */
 static int refusal(worker *w, weir_status st, char *msg, size_t cap)
@@ -373,7 +373,7 @@ static void on_item_done(call *c)
         conn_kick(cn);
 }
 
-static const call_ops item_call_ops = {on_item_decided, on_item_expired, on_item_done};
+static const call_ops item_call_ops = {on_item_decided, on_item_expired, on_item_done, NULL};
 
 static void batch_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {

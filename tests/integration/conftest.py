@@ -82,6 +82,7 @@ class Weir:
         self.proc = None
         self.port = None
         self.grpc_port = None
+        self.resp_port = None
         self.returncode = None
         self._reader = None
         self._finished = False
@@ -130,6 +131,9 @@ class Weir:
         # the gRPC listener, when a test turned it on ("--grpc 127.0.0.1:0")
         m = re.search(r"grpc=http://127\.0\.0\.1:(\d+)", line)
         self.grpc_port = int(m.group(1)) if m else None
+        # the RESP listener, when a test turned it on ("--resp 127.0.0.1:0")
+        m = re.search(r"resp=redis://127\.0\.0\.1:(\d+)", line)
+        self.resp_port = int(m.group(1)) if m else None
         return self
 
     def _read_stderr(self):

@@ -308,11 +308,11 @@ def test_port_of_a_stopped_instance_is_free_again(weir_factory, tmp_path):
 
 
 def test_default_start_warns_of_nothing(tmp_path):
-    # the defaults name no listener this version cannot serve (RESP is off)
+    # every listener on (on free ports), the rest the defaults: no warning
     path = tmp_path / "rules.yaml"
     path.write_text(rules())
     p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
-                          "--threads", "1", "--rules", str(path)],
+                          "--resp", "127.0.0.1:0", "--threads", "1", "--rules", str(path)],
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     lines = []
     try:
@@ -332,7 +332,7 @@ def test_default_start_warns_of_nothing(tmp_path):
 def test_store_settings_it_does_not_take(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text(rules())
-    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
                         "--rules", str(path), "--store", "memory:cap=5"],
                        capture_output=True, timeout=10)
     err = p.stderr.decode()

@@ -121,7 +121,7 @@ static void on_done(call *c)
     (*(seen **)c->data)->done++;
 }
 
-static const call_ops ops = {on_decided, on_expired, on_done};
+static const call_ops ops = {on_decided, on_expired, on_done, NULL};
 
 /* A call for user @user, started with @timeout_ms; returns the status. */
 static weir_status start(world *wd, const char *user, seen *s, int64_t timeout_ms)

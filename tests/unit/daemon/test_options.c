@@ -60,7 +60,9 @@ static void defaults(void **unused)
     assert_false(done);
     assert_string_equal(o.http, "127.0.0.1:8080");
     assert_string_equal(o.grpc, "127.0.0.1:8081");
-    assert_string_equal(o.resp, ""); /* off until the protocol is served */
+    assert_string_equal(o.resp, "127.0.0.1:6380");
+    assert_string_equal(o.resp_password, "");
+    assert_int_equal(o.resp_idle_timeout_ms, 0); /* never, as Redis */
     assert_string_equal(o.store, "memory");
     assert_int_equal(o.threads, 0);
     assert_int_equal(o.max_memory, 0);
@@ -172,6 +174,20 @@ static void errors_name_the_setting(void **unused)
     serve_options o;
     bool done;
     char err[512];
+    /* the RESP listener off loopback needs a password; on it, none */
+    static const char *const open_addrs[] = {"0.0.0.0:6380", ":6380", "[::]:6380", "10.0.0.1:6380",
+                                             "localhost.example:6380"};
+    for (size_t i = 0; i < sizeof(open_addrs) / sizeof(open_addrs[0]); i++) {
+        assert_int_equal(parse(&o, &done, err, sizeof(err), "--resp", open_addrs[i], NULL), 2);
+        assert_non_null(strstr(err, "no --resp-password"));
+        assert_int_equal(parse(&o, &done, err, sizeof(err), "--resp", open_addrs[i],
+                               "--resp-password", "s3cret", NULL),
+                         0);
+    }
+    static const char *const loopback[] = {"127.0.0.1:6380", "127.1.2.3:1", "[::1]:6380",
+                                           "localhost:6380", ""};
+    for (size_t i = 0; i < sizeof(loopback) / sizeof(loopback[0]); i++)
+        assert_int_equal(parse(&o, &done, err, sizeof(err), "--resp", loopback[i], NULL), 0);
     assert_int_equal(parse(&o, &done, err, sizeof(err), "--nope", "1", NULL), 2);
     assert_string_equal(err, "weir serve: unknown option '--nope' (see weir serve --help)\n");
     assert_int_equal(parse(&o, &done, err, sizeof(err), "--threads", NULL), 2);

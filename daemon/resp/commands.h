@@ -1,0 +1,69 @@
+/*
+ * commands.h - the Redis-protocol commands weir answers, from one table
+ * (name, arity, flags, handler, one-line doc): the connection commands
+ * here (commands.c), the rate limit commands in limits.c. COMMAND,
+ * COMMAND COUNT and COMMAND DOCS describe the same table.
+ */
+#ifndef WEIR_DAEMON_RESP_COMMANDS_H
+#define WEIR_DAEMON_RESP_COMMANDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resp/resp.h"
+#include "server.h"
+#include "session.h"
+
+/* The parser's caps: a WEIR.CHECK of 64 descriptors of 64 entries fits;
+ * an argument holds a counter's name (at most 4000 bytes) with room. */
+#define RESP_MAX_ARGS 16384u
+#define RESP_MAX_BULK (64u * 1024u)
+#define RESP_MAX_INLINE (64u * 1024u)
+
+/* WEIR.CHECK's request is built in the worker's scratch (the listener's
+ * state) before the call copies it. */
+#define RESP_MAX_DESCRIPTORS WEIR_ENGINE_MAX_DESCRIPTORS
+#define RESP_MAX_ENTRIES (WEIR_ENGINE_MAX_DESCRIPTORS * WEIR_ENGINE_MAX_ENTRIES)
+
+typedef struct resp_scratch {
+    weir_descriptor descs[RESP_MAX_DESCRIPTORS];
+    weir_entry entries[RESP_MAX_ENTRIES];
+    bool peek_all;
+} resp_scratch;
+
+/* Command flags. */
+#define RESP_CMD_NOAUTH 1u   /* allowed before AUTH */
+#define RESP_CMD_WRITE 2u    /* may change a counter */
+#define RESP_CMD_READONLY 4u /* reads only */
+
+typedef void (*resp_handler)(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+
+typedef struct resp_command {
+    const char *name; /* lower case, as COMMAND lists it */
+    int arity;        /* Redis's: n exactly, -n at least n (the name counts) */
+    unsigned flags;
+    resp_handler handler;
+    const char *summary; /* COMMAND DOCS */
+    const char *usage;   /* its arguments, as the docs write them */
+    int first_key, last_key, key_step;
+} resp_command;
+
+/** Run one parsed command: look it up, check its arity and the
+ *  connection's authentication, and call its handler. */
+void resp_command_run(resp_conn *c, const weir_resp_command *cmd);
+
+/** A new CLIENT ID (unique in the process). */
+uint64_t resp_next_client_id(server *srv);
+
+/* The rate limit commands (limits.c). */
+void resp_cl_throttle(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_weir_check(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_weir_peek(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_weir_reset(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+
+/** Whether @a is @lit, ignoring ASCII case. */
+bool resp_arg_is(const weir_resp_arg *a, const char *lit);
+
+#endif /* WEIR_DAEMON_RESP_COMMANDS_H */

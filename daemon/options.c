@@ -7,6 +7,7 @@
 
 #include "stores.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,8 +376,9 @@ static const option *find(const char *flag, size_t n)
     return NULL;
 }
 
-/* Whether HOST:PORT names only this machine: 127.0.0.0/8, ::1 or
- * localhost (an empty host is every interface). */
+/* Whether HOST:PORT names only this machine: an address in 127.0.0.0/8,
+ * ::1, or localhost (an empty host is every interface; any other name
+ * may resolve anywhere). */
 static bool on_loopback(const char *addr)
 {
     const char *colon = strrchr(addr, ':');
@@ -385,8 +387,18 @@ static bool on_loopback(const char *addr)
         addr++;
         n -= 2;
     }
-    return (n == 9 && strncmp(addr, "localhost", 9) == 0) ||
-           (n == 3 && strncmp(addr, "::1", 3) == 0) || (n > 4 && strncmp(addr, "127.", 4) == 0);
+    char host[SERVE_ADDR_BYTES];
+    if (n >= sizeof(host))
+        return false;
+    memcpy(host, addr, n);
+    host[n] = '\0';
+    struct in_addr v4;
+    struct in6_addr v6;
+    if (inet_pton(AF_INET, host, &v4) == 1)
+        return (ntohl(v4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, host, &v6) == 1)
+        return IN6_IS_ADDR_LOOPBACK(&v6);
+    return strcmp(host, "localhost") == 0;
 }
 
 int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done)

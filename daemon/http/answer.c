@@ -22,12 +22,12 @@ void http_answer_respond(http_answer *a, int status, const char *content_type,
                          const weir_headers *extra, const char *body, size_t len)
 {
     worker *w = a->conn->w;
-    if (a->ready)
+    if (a->slot.ready)
         return;
-    a->ready = true;
+    a->slot.ready = true;
     if (atomic_load_explicit(&w->srv->closing, memory_order_relaxed))
         a->keep_alive = false;
-    weir_buf *o = &a->bytes;
+    weir_buf *o = &a->slot.bytes;
     put_status_line(o, status);
     weir_buf_puts(o, w->date);
     if (content_type) {
@@ -53,7 +53,7 @@ void http_answer_respond(http_answer *a, int status, const char *content_type,
         weir_buf_clear(o);
         a->keep_alive = false;
     }
-    a->close_after = !a->keep_alive;
+    a->slot.close_after = !a->keep_alive;
     metrics_request(w->metrics, PROTO_HTTP, (int64_t)(uv_hrtime() - a->t0_ns), a->route, status);
 }
 

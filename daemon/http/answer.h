@@ -14,14 +14,12 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "replies.h"
 
 typedef struct http_answer {
-    struct http_answer *next; /* the connection's queue, or its free list */
+    reply_slot slot; /* first: the whole response, ready or not, in the queue */
     conn *conn;
-    weir_buf bytes; /* the whole response */
-    bool ready;
     bool keep_alive, head, http10;
-    bool close_after; /* the connection ends after this answer */
     size_t route;
     uint64_t t0_ns;
 } http_answer;

@@ -8,7 +8,7 @@
  *
  * Backpressure: reading pauses while more than --max-pipelined answers
  * wait (the bytes read and not yet parsed are kept), or while more than
- * MAX_QUEUED_OUT bytes wait on a client that is not reading.
+ * 1 MiB of answers wait on a client that is not reading (replies.h).
  *
  * Timeouts: a connection idle between requests is closed after
  * --idle-timeout; a request must arrive whole within --request-timeout
@@ -21,15 +21,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "conn_write.h"
 #include "http.h"
 #include "log.h"
+#include "replies.h"
 #include "routes.h"
 
-/* How long a closing connection is drained after its last answer. */
-#define LINGER_MS 2000
-/* Queued answer bytes above which reading pauses until they are written. */
-#define MAX_QUEUED_OUT (1u << 20)
 /* Route number of requests that match none (the last route name). */
 #define ROUTE_OTHER (routes_count - 1)
 
@@ -44,29 +40,17 @@ typedef struct http_conn {
     conn base; /* first: an http_conn is a conn */
     weir_http1 *parser;
     void *parser_mem; /* the parser and its request buffer, one block */
-    conn_writer wr;
-    http_answer *head, *tail; /* answers not yet sent, in request order */
-    http_answer *spare;       /* sent answers, kept for the next requests */
-    unsigned queued;          /* answers between head and tail */
-    char *stash;              /* bytes read and not yet parsed (reading paused) */
+    replies r;        /* its answers (http_answer slots), in request order */
+    char *stash;      /* bytes read and not yet parsed (reading paused) */
     size_t stash_len;
     timer_mode tmode;
-    bool processing;        /* inside process(): answers go out at its end */
-    bool no_more;           /* a request ends the connection: parse no more */
-    bool close_after_write; /* an answer that ends the connection is queued */
-    bool paused;            /* reading stopped (answers or bytes waiting) */
+    bool no_more; /* a request ends the connection: parse no more */
 } http_conn;
 
 static void conn_free(conn *base)
 {
     http_conn *c = (http_conn *)base;
-    conn_writer_free(&c->wr);
-    for (int pass = 0; pass < 2; pass++)
-        for (http_answer *a = pass ? c->spare : c->head, *next; a; a = next) {
-            next = a->next;
-            weir_buf_free(&a->bytes);
-            free(a);
-        }
+    replies_free(&c->r);
     free(c->stash);
     free(c->parser_mem);
     free(c);
@@ -74,7 +58,6 @@ static void conn_free(conn *base)
 
 static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void pump(http_conn *c);
 
 static void arm(http_conn *c, timer_mode mode, int64_t ms)
 {
@@ -96,54 +79,19 @@ static void arm_for_input(http_conn *c)
     }
 }
 
-/* ------------------------------------------------------------ answers */
-
 /* A new answer at the end of the queue; NULL when out of memory. */
 static http_answer *answer_new(http_conn *c)
 {
-    http_answer *a = c->spare;
-    if (a) {
-        c->spare = a->next;
-        weir_buf_clear(&a->bytes);
-    } else {
-        if (!(a = malloc(sizeof(*a))))
-            return NULL;
-        weir_buf_init(&a->bytes, SIZE_MAX);
-    }
-    a->next = NULL;
+    http_answer *a = (http_answer *)replies_add(&c->r, false);
+    if (!a)
+        return NULL;
     a->conn = &c->base;
-    a->ready = false;
     a->keep_alive = false;
     a->head = false;
     a->http10 = false;
-    a->close_after = false;
     a->route = ROUTE_OTHER;
     a->t0_ns = uv_hrtime();
-    if (c->tail)
-        c->tail->next = a;
-    else
-        c->head = a;
-    c->tail = a;
-    c->queued++;
     return a;
-}
-
-/* Moves the ready answers at the head of the queue to the writer. */
-static void send_ready(http_conn *c)
-{
-    while (c->head && c->head->ready && !c->close_after_write) {
-        http_answer *a = c->head;
-        weir_buf_put(conn_writer_buf(&c->wr), a->bytes.p, a->bytes.len);
-        if (a->close_after)
-            c->close_after_write = true;
-        c->head = a->next;
-        if (!c->head)
-            c->tail = NULL;
-        c->queued--;
-        /* sent, so no call holds it any more (a call answers once) */
-        a->next = c->spare;
-        c->spare = a;
-    }
 }
 
 /* ------------------------------------------------------------ reading */
@@ -154,14 +102,6 @@ static size_t host_count(const weir_http1_request *req)
     for (size_t i = 0; i < req->n_headers; i++)
         n += req->headers[i].name.n == 4 && strncasecmp(req->headers[i].name.p, "host", 4) == 0;
     return n;
-}
-
-static void pause_reading(http_conn *c)
-{
-    if (!c->paused) {
-        c->paused = true;
-        uv_read_stop((uv_stream_t *)&c->base.tcp);
-    }
 }
 
 /* Keeps @n bytes not yet parsed for when reading resumes; false when out
@@ -186,15 +126,15 @@ static void process(http_conn *c, const char *data, size_t n)
     worker *w = c->base.w;
     size_t max_queued = (size_t)w->srv->opt.max_pipelined;
     size_t off = 0;
-    c->processing = true;
+    c->r.processing = true;
     while (off < n && !c->no_more && !c->base.closed) {
-        if (c->queued >= max_queued)
-            send_ready(c); /* the answers made already go to the writer */
-        if (c->queued >= max_queued) {
+        if (c->r.queued >= max_queued)
+            replies_collect(&c->r); /* the answers made already go to the writer */
+        if (c->r.queued >= max_queued) {
             /* Too many answers wait for their decisions: the rest waits in
              * memory, and the socket's next bytes in the kernel, until
              * they go. */
-            pause_reading(c);
+            replies_pause(&c->r);
             stash(c, data + off, n - off);
             break;
         }
@@ -233,19 +173,18 @@ static void process(http_conn *c, const char *data, size_t n)
         if (used == 0)
             break; /* cannot happen with a whole request; never spin */
     }
-    c->processing = false;
+    c->r.processing = false;
 }
 
-/* Reading resumes once the answers and bytes waiting are few enough: the
- * stashed bytes first (true when some were parsed: their answers may be
- * ready to send), then the socket. */
-static bool resume_reading(http_conn *c)
+/* Reading resumes once the answers waiting are few enough: the stashed
+ * bytes first (true when some were parsed: their answers may be ready to
+ * send), then the socket. */
+static bool resume(replies *r)
 {
-    const serve_options *o = &c->base.w->srv->opt;
-    if (!c->paused || c->close_after_write || c->base.closed || c->wr.writing ||
-        c->queued >= o->max_pipelined)
+    http_conn *c = (http_conn *)r->c;
+    if (r->queued >= c->base.w->srv->opt.max_pipelined)
         return false;
-    c->paused = false;
+    r->paused = false;
     if (c->stash) {
         char *p = c->stash;
         size_t n = c->stash_len;
@@ -253,7 +192,7 @@ static bool resume_reading(http_conn *c)
         c->stash_len = 0;
         process(c, p, n);
         free(p);
-        if (c->base.closed || c->paused)
+        if (c->base.closed || r->paused)
             return true;
     }
     c->tmode = T_IDLE; /* a request held up by the pause starts afresh */
@@ -262,39 +201,17 @@ static bool resume_reading(http_conn *c)
     return true;
 }
 
-/* Sends what is ready; ends the connection after an answer that ends it;
- * resumes reading once nothing holds it back. */
-static void pump(http_conn *c)
+static void stalled(replies *r)
 {
-    for (;;) {
-        if (c->base.closed || c->base.lingering)
-            return;
-        send_ready(c);
-        if (!conn_writer_flush(&c->wr))
-            return;
-        if (c->wr.writing) {
-            if (conn_writer_queued(&c->wr) > MAX_QUEUED_OUT && !c->paused) {
-                /* The client is not taking its answers: stop reading. Its
-                 * next request waits in the socket, not on a deadline of
-                 * its own. */
-                pause_reading(c);
-                arm(c, T_SEND, c->base.w->srv->opt.idle_timeout_ms);
-            }
-            return;
-        }
-        if (c->close_after_write) {
-            conn_finish(&c->base, LINGER_MS);
-            return;
-        }
-        /* once resumed, the stashed requests may have made answers */
-        if (!c->paused || !resume_reading(c))
-            return;
-    }
+    http_conn *c = (http_conn *)r->c;
+    arm(c, T_SEND, c->base.w->srv->opt.idle_timeout_ms);
 }
+
+static const replies_ops http_replies = {resume, stalled};
 
 static void on_written(conn *base)
 {
-    pump((http_conn *)base);
+    replies_pump(&((http_conn *)base)->r);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -309,9 +226,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     process(c, buf->base, (size_t)nread);
     if (c->base.closed)
         return;
-    if (!c->paused)
+    if (!c->r.paused)
         arm_for_input(c);
-    pump(c);
+    replies_pump(&c->r);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -329,25 +246,23 @@ static void on_timer(uv_timer_t *t)
     c->no_more = true;
     uv_read_stop((uv_stream_t *)&c->base.tcp);
     http_answer_problem(a, 408, "the request did not arrive in time");
-    pump(c);
+    replies_pump(&c->r);
 }
 
 /* ------------------------------------------------------------ the protocol */
 
 static void http_kick(conn *base)
 {
-    http_conn *c = (http_conn *)base;
-    if (!c->processing)
-        pump(c);
+    replies_kick(&((http_conn *)base)->r);
 }
 
 static void http_drain(conn *base)
 {
     http_conn *c = (http_conn *)base;
-    if (base->closed || base->lingering || c->close_after_write)
+    if (base->closed || base->lingering || c->r.close_after_write)
         return;
-    if (!weir_http1_in_request(c->parser) && !c->head && !c->wr.writing &&
-        !conn_writer_queued(&c->wr))
+    if (!weir_http1_in_request(c->parser) && !c->r.head && !c->r.wr.writing &&
+        !conn_writer_queued(&c->r.wr))
         conn_close(base);
     /* otherwise the answers in progress carry Connection: close */
 }
@@ -358,7 +273,7 @@ static void http_accept(listener *l)
     http_conn *c = (http_conn *)conn_accept(l, sizeof(http_conn), conn_free);
     if (!c)
         return;
-    conn_writer_init(&c->wr, &c->base, on_written);
+    replies_init(&c->r, &c->base, sizeof(http_answer), &http_replies, on_written);
     weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
     size_t cap = lim.max_header_bytes + lim.max_body_bytes;
     size_t psize = (weir_http1_size() + 15) & ~(size_t)15;

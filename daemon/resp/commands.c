@@ -130,7 +130,7 @@ void resp_command_run(resp_conn *c, const weir_resp_command *cmd)
 static void cmd_ping(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
     if (argc > 2) {
-        weir_resp_error(resp_out(c), "ERR wrong number of arguments for 'ping' command", 47);
+        weir_resp_errorf(resp_out(c), "ERR wrong number of arguments for 'ping' command");
         return;
     }
     if (argc == 2)

@@ -11,7 +11,7 @@
  *
  * Backpressure: reading pauses while --max-pipelined decisions are in
  * flight (the bytes read and not yet run are kept), or while more than
- * MAX_QUEUED_OUT bytes of replies wait on a client that is not reading.
+ * 1 MiB of replies wait on a client that is not reading (replies.h).
  *
  * Timeouts: as Redis, an idle connection stays open (client pools keep
  * theirs for long; --resp-idle-timeout closes them); a command begun must
@@ -26,10 +26,6 @@
 #include "proto_resp.h"
 #include "session.h"
 
-/* How long a closing connection is drained after its last reply. */
-#define LINGER_MS 2000
-/* Queued reply bytes above which reading pauses until they are written. */
-#define MAX_QUEUED_OUT (1u << 20)
 /* Most bytes of one command held while it arrives. */
 #define RESP_MAX_PENDING (1u << 20)
 
@@ -38,13 +34,7 @@ enum { T_IDLE, T_REQUEST, T_SEND };
 static void conn_free(conn *base)
 {
     resp_conn *c = (resp_conn *)base;
-    conn_writer_free(&c->wr);
-    for (int pass = 0; pass < 2; pass++)
-        for (resp_slot *s = pass ? c->spare : c->head, *next; s; s = next) {
-            next = s->next;
-            weir_buf_free(&s->bytes);
-            free(s);
-        }
+    replies_free(&c->r);
     weir_buf_free(&c->in);
     weir_resp_parser_free(c->parser);
     free(c);
@@ -52,7 +42,6 @@ static void conn_free(conn *base)
 
 static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
-static void pump(resp_conn *c);
 
 static void arm(resp_conn *c, int mode, int64_t ms)
 {
@@ -80,24 +69,9 @@ static void arm_for_input(resp_conn *c)
 
 static resp_slot *slot_new(resp_conn *c, bool ready)
 {
-    resp_slot *s = c->spare;
-    if (s) {
-        c->spare = s->next;
-        weir_buf_clear(&s->bytes);
-    } else {
-        if (!(s = malloc(sizeof(*s))))
-            return NULL;
-        weir_buf_init(&s->bytes, SIZE_MAX);
-    }
-    s->next = NULL;
-    s->conn = c;
-    s->ready = ready;
-    s->close_after = false;
-    if (c->tail)
-        c->tail->next = s;
-    else
-        c->head = s;
-    c->tail = s;
+    resp_slot *s = (resp_slot *)replies_add(&c->r, ready);
+    if (s)
+        s->conn = c;
     return s;
 }
 
@@ -107,16 +81,17 @@ static weir_buf g_nowhere = {NULL, 0, 0, 0, true};
 
 weir_buf *resp_out(resp_conn *c)
 {
-    if (!c->head)
-        return conn_writer_buf(&c->wr);
-    if (c->tail->ready && !c->tail->close_after)
-        return &c->tail->bytes;
+    replies *r = &c->r;
+    if (!r->head)
+        return conn_writer_buf(&r->wr);
+    if (r->tail->ready && !r->tail->close_after)
+        return &r->tail->bytes;
     resp_slot *s = slot_new(c, true);
     if (!s) {
         conn_close(&c->base);
         return &g_nowhere;
     }
-    return &s->bytes;
+    return &s->slot.bytes;
 }
 
 resp_slot *resp_hold(resp_conn *c)
@@ -129,12 +104,13 @@ resp_slot *resp_hold(resp_conn *c)
 
 void resp_close_after(resp_conn *c)
 {
+    replies *r = &c->r;
     c->no_more = true;
-    if (!c->head) {
-        c->close_after_write = true;
+    if (!r->head) {
+        r->close_after_write = true;
         return;
     }
-    resp_slot *s = c->tail->ready ? c->tail : slot_new(c, true);
+    reply_slot *s = r->tail->ready ? r->tail : (reply_slot *)slot_new(c, true);
     if (!s) {
         conn_close(&c->base);
         return;
@@ -145,36 +121,13 @@ void resp_close_after(resp_conn *c)
 void resp_slot_ready(resp_slot *s, bool from_loop)
 {
     resp_conn *c = s->conn;
-    s->ready = true;
+    s->slot.ready = true;
     c->held--;
     if (from_loop)
         conn_kick(&c->base);
 }
 
-/* Moves the ready replies at the head of the queue to the writer. */
-static void send_ready(resp_conn *c)
-{
-    while (c->head && c->head->ready && !c->close_after_write) {
-        resp_slot *s = c->head;
-        weir_buf_put(conn_writer_buf(&c->wr), s->bytes.p, s->bytes.len);
-        c->close_after_write = s->close_after;
-        c->head = s->next;
-        if (!c->head)
-            c->tail = NULL;
-        s->next = c->spare;
-        c->spare = s;
-    }
-}
-
 /* ------------------------------------------------------------ reading */
-
-static void pause_reading(resp_conn *c)
-{
-    if (!c->paused) {
-        c->paused = true;
-        uv_read_stop((uv_stream_t *)&c->base.tcp);
-    }
-}
 
 /* Answers a protocol error as Redis does ("-ERR Protocol error: ...")
  * and ends the connection after it. */
@@ -190,9 +143,10 @@ static size_t run_commands(resp_conn *c, const char *data, size_t n)
 {
     size_t max_held = (size_t)c->base.w->srv->opt.max_pipelined;
     size_t off = 0;
+    c->r.processing = true;
     while (off < n && !c->no_more && !c->base.closed) {
         if (c->held >= max_held) {
-            pause_reading(c);
+            replies_pause(&c->r);
             break;
         }
         size_t used = 0;
@@ -206,13 +160,15 @@ static size_t run_commands(resp_conn *c, const char *data, size_t n)
             protocol_error(c, err);
             break;
         }
+        c->tmode = T_IDLE; /* the next command gets its own deadline */
         resp_command_run(c, &cmd);
     }
+    c->r.processing = false;
     return off;
 }
 
 /* Keeps @data[0 .. n) for later, after what is kept already; false when
- * that passes the cap or memory (the connection is then closed). */
+ * that passes the cap or memory (the connection then ends). */
 static bool keep(resp_conn *c, const char *data, size_t n)
 {
     if (c->in.len + n > RESP_MAX_PENDING) {
@@ -227,80 +183,57 @@ static bool keep(resp_conn *c, const char *data, size_t n)
     return true;
 }
 
+/* Runs the commands kept in c->in, and drops the bytes they took. */
+static size_t run_kept(resp_conn *c)
+{
+    size_t used = run_commands(c, c->in.p, c->in.len);
+    memmove(c->in.p, c->in.p + used, c->in.len - used);
+    c->in.len -= used;
+    return used;
+}
+
 /* The bytes of one read: straight from the read buffer when nothing is
  * kept, else after what is. */
 static void process(resp_conn *c, const char *data, size_t n)
 {
-    c->processing = true;
     if (c->in.len == 0) {
         size_t used = run_commands(c, data, n);
         if (used < n && !c->no_more && !c->base.closed)
             keep(c, data + used, n - used);
     } else if (keep(c, data, n)) {
-        size_t used = run_commands(c, c->in.p, c->in.len);
-        if (used > 0) {
-            memmove(c->in.p, c->in.p + used, c->in.len - used);
-            c->in.len -= used;
-        }
+        run_kept(c);
     }
-    c->processing = false;
 }
 
-/* Reading resumes once the decisions in flight and the replies waiting
- * are few enough: the kept bytes first (true when some commands ran: their
- * replies may be ready to send), then the socket. */
-static bool resume_reading(resp_conn *c)
+/* Reading resumes once the decisions in flight are few enough: the kept
+ * bytes first (true when some commands ran: their replies may be ready to
+ * send), then the socket. */
+static bool resume(replies *r)
 {
-    const serve_options *o = &c->base.w->srv->opt;
-    if (!c->paused || c->close_after_write || c->no_more || c->base.closed || c->wr.writing ||
-        c->held >= o->max_pipelined)
+    resp_conn *c = (resp_conn *)r->c;
+    if (c->no_more || c->held >= c->base.w->srv->opt.max_pipelined)
         return false;
-    c->paused = false;
-    size_t before = c->in.len;
-    if (before > 0) {
-        c->processing = true;
-        size_t used = run_commands(c, c->in.p, c->in.len);
-        memmove(c->in.p, c->in.p + used, c->in.len - used);
-        c->in.len -= used;
-        c->processing = false;
-        if (c->base.closed || c->paused || c->no_more)
-            return true;
-    }
+    r->paused = false;
+    bool ran = c->in.len > 0 && run_kept(c) > 0;
+    if (c->base.closed || r->paused || c->no_more)
+        return true;
     c->tmode = T_IDLE;
     arm_for_input(c);
     uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
-    return before > 0;
+    return ran;
 }
 
-/* Sends what is ready; ends the connection after a reply that ends it;
- * resumes reading once nothing holds it back. */
-static void pump(resp_conn *c)
+static void stalled(replies *r)
 {
-    for (;;) {
-        if (c->base.closed || c->base.lingering)
-            return;
-        send_ready(c);
-        if (!conn_writer_flush(&c->wr))
-            return;
-        if (c->wr.writing) {
-            if (conn_writer_queued(&c->wr) > MAX_QUEUED_OUT && !c->paused) {
-                pause_reading(c);
-                arm(c, T_SEND, c->base.w->srv->opt.idle_timeout_ms);
-            }
-            return;
-        }
-        if (c->close_after_write) {
-            conn_finish(&c->base, LINGER_MS);
-            return;
-        }
-        if (!c->paused || !resume_reading(c))
-            return;
-    }
+    resp_conn *c = (resp_conn *)r->c;
+    arm(c, T_SEND, c->base.w->srv->opt.idle_timeout_ms);
 }
+
+static const replies_ops resp_replies = {resume, stalled};
 
 static void on_written(conn *base)
 {
-    pump((resp_conn *)base);
+    replies_pump(&((resp_conn *)base)->r);
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
@@ -315,9 +248,9 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     process(c, buf->base, (size_t)nread);
     if (c->base.closed)
         return;
-    if (!c->paused && !c->no_more)
+    if (!c->r.paused && !c->no_more)
         arm_for_input(c);
-    pump(c);
+    replies_pump(&c->r);
 }
 
 static void on_timer(uv_timer_t *t)
@@ -331,32 +264,30 @@ static void on_timer(uv_timer_t *t)
     uv_read_stop((uv_stream_t *)&c->base.tcp);
     weir_buf_clear(&c->in);
     protocol_error(c, "the command did not arrive whole in time");
-    pump(c);
+    replies_pump(&c->r);
 }
 
 /* ------------------------------------------------------------ the protocol */
 
 static void resp_kick(conn *base)
 {
-    resp_conn *c = (resp_conn *)base;
-    if (!c->processing)
-        pump(c);
+    replies_kick(&((resp_conn *)base)->r);
 }
 
 static void resp_drain(conn *base)
 {
     resp_conn *c = (resp_conn *)base;
-    if (base->closed || base->lingering || c->close_after_write)
+    replies *r = &c->r;
+    if (base->closed || base->lingering || r->close_after_write)
         return;
     /* a connection between commands goes now; one with replies to come
      * goes after them */
-    if (!c->head && c->in.len == 0 && !c->wr.writing && !conn_writer_queued(&c->wr)) {
+    if (!r->head && c->in.len == 0 && !r->wr.writing && !conn_writer_queued(&r->wr)) {
         conn_close(base);
         return;
     }
     resp_close_after(c);
-    if (!c->processing)
-        pump(c);
+    replies_kick(r);
 }
 
 static void resp_accept(listener *l)
@@ -365,7 +296,7 @@ static void resp_accept(listener *l)
     resp_conn *c = (resp_conn *)conn_accept(l, sizeof(resp_conn), conn_free);
     if (!c)
         return;
-    conn_writer_init(&c->wr, &c->base, on_written);
+    replies_init(&c->r, &c->base, sizeof(resp_slot), &resp_replies, on_written);
     weir_buf_init(&c->in, SIZE_MAX);
     weir_resp_limits lim = {RESP_MAX_ARGS, RESP_MAX_BULK, RESP_MAX_INLINE};
     if (!(c->parser = weir_resp_parser_new(&lim))) {

@@ -98,7 +98,7 @@ static bool target_for(resp_conn *c, target *t)
 
 static weir_buf *target_buf(const target *t)
 {
-    return t->slot ? &t->slot->bytes : resp_out(t->conn);
+    return t->slot ? &t->slot->slot.bytes : resp_out(t->conn);
 }
 
 /* The reply of @k is written: count its time (weir_request_duration_seconds
@@ -464,7 +464,7 @@ static weir_request *parse_check(resp_conn *c, const weir_resp_arg *argv, size_t
     memset(d, 0, sizeof(*d));
     d->entries = s->entries;
     for (size_t i = 2; i < argc;) {
-        if (resp_arg_is(&argv[i], "HITS") && !peek && i + 1 < argc) {
+        if (resp_arg_is(&argv[i], "HITS") && i + 1 < argc) {
             int64_t hits;
             if (!parse_i64(&argv[i + 1], &hits) || hits < 0) {
                 weir_resp_errorf(out, "ERR HITS must be a whole number of 0 or more");

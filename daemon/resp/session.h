@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "conn.h"
-#include "conn_write.h"
+#include "replies.h"
 #include "resp/resp.h"
 
 /* Longest CLIENT SETNAME. */
@@ -24,20 +24,15 @@ typedef struct resp_slot resp_slot;
 typedef struct resp_conn resp_conn;
 
 struct resp_slot {
-    resp_slot *next; /* the connection's queue, or its free list */
+    reply_slot slot; /* first: its bytes, readiness, place in the queue */
     resp_conn *conn;
-    weir_buf bytes;
-    bool ready;
-    bool close_after; /* QUIT, or a protocol error: the connection ends after it */
 };
 
 struct resp_conn {
     conn base; /* first: a resp_conn is a conn */
     weir_resp_parser *parser;
-    conn_writer wr;
-    weir_buf in;              /* bytes of a command not yet whole (or stashed) */
-    resp_slot *head, *tail;   /* replies not yet sent, in command order */
-    resp_slot *spare;         /* sent slots, kept for the next ones */
+    replies r;                /* replies waiting behind one not ready (resp_slot) */
+    weir_buf in;              /* bytes of a command not yet whole (or kept) */
     unsigned held;            /* slots not ready (decisions in flight) */
     uint64_t id;              /* CLIENT ID */
     char name[RESP_NAME_MAX]; /* CLIENT SETNAME */
@@ -45,10 +40,7 @@ struct resp_conn {
     int tmode;
     bool resp3;
     bool authed;
-    bool processing;        /* inside a read's commands: replies go out at its end */
-    bool no_more;           /* QUIT or a protocol error: parse no more */
-    bool close_after_write; /* a reply that ends the connection is queued */
-    bool paused;            /* reading stopped (replies or bytes waiting) */
+    bool no_more; /* QUIT or a protocol error: parse no more */
 };
 
 /** Where the reply of a command answered now goes. */

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "weir/redis.h"
 #include "worker.h"
 
 /* The Redis version weir answers to HELLO and INFO: clients choose their
@@ -356,6 +357,23 @@ static void info_text(resp_conn *c, weir_buf *t)
                     (unsigned long long)srv->opt.max_connections,
                     strchr(srv->opt.store, '@') ? "redis (credentials hidden)" : srv->opt.store,
                     srv->opt.rules);
+    /* the store's own counters: the memory store's keys and bytes, or the
+     * Redis store's breaker and calls */
+    weir_store_stats ms;
+    weir_redis_stats rs;
+    if (weir_store_stats_get(srv->store, &ms) == WEIR_OK)
+        weir_buf_printf(t,
+                        "store_keys:%llu\r\nstore_bytes:%llu\r\nstore_max_bytes:%llu\r\n"
+                        "store_evictions:%llu\r\n",
+                        (unsigned long long)ms.keys, (unsigned long long)ms.bytes,
+                        (unsigned long long)ms.max_bytes, (unsigned long long)ms.evictions);
+    else if (weir_redis_stats_get(srv->store, &rs) == WEIR_OK)
+        weir_buf_printf(t,
+                        "redis_breaker:%s\r\nredis_connections:%llu\r\nredis_calls:%llu\r\n"
+                        "redis_timeouts:%llu\r\nredis_errors:%llu\r\n",
+                        weir_redis_breaker_name(rs.breaker), (unsigned long long)rs.connections,
+                        (unsigned long long)rs.calls, (unsigned long long)rs.timeouts,
+                        (unsigned long long)rs.errors);
 }
 
 static void cmd_info(resp_conn *c, const weir_resp_arg *argv, size_t argc)

@@ -77,7 +77,7 @@ static resp_slot *slot_new(resp_conn *c, bool ready)
 
 /* When out of memory for a slot, replies go nowhere: the connection is
  * closed (a client must not get replies out of order). */
-static weir_buf g_nowhere = {NULL, 0, 0, 0, true};
+static _Thread_local weir_buf g_nowhere = {NULL, 0, 0, 0, true};
 
 weir_buf *resp_out(resp_conn *c)
 {

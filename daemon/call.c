@@ -152,6 +152,21 @@ call *call_new_key(conn *cn, const call_ops *ops, const weir_key_op *op, size_t 
     return c;
 }
 
+call *call_new_release(conn *cn, const call_ops *ops, const weir_lease *lease, size_t data_bytes,
+                       uint64_t t0_ns)
+{
+    weir_request none = {0};
+    call *c = call_new(cn, ops, &none, data_bytes + lease->key_len, t0_ns);
+    if (!c)
+        return NULL;
+    c->release = true;
+    c->lease = *lease;
+    char *key = (char *)c + align_up(sizeof(call)) + data_bytes;
+    memcpy(key, lease->key, lease->key_len);
+    c->lease.key = key;
+    return c;
+}
+
 /* ------------------------------------------------------------ deadlines */
 
 /* The calls of a worker that wait with a deadline are one list, earliest
@@ -303,9 +318,13 @@ weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
 {
     c->now_us = now_us;
     c->deciding = true;
-    weir_status st = c->keyed
-                         ? weir_engine_decide_key(w->reader, &c->key, now_us, on_key_decided, c)
-                         : weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
+    weir_status st;
+    if (c->keyed)
+        st = weir_engine_decide_key(w->reader, &c->key, now_us, on_key_decided, c);
+    else if (c->release)
+        st = weir_engine_release(w->reader, &c->lease, now_us, on_key_decided, c);
+    else
+        st = weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
     c->deciding = false;
     if (st != WEIR_OK)
         return st;

@@ -40,10 +40,13 @@ struct call {
     conn *conn;
     const call_ops *ops;
     weir_request req; /* the call's own copy */
-    /* or an op on a counter the caller names, with its own copies */
+    /* or an op on a counter the caller names, or a lease to give back,
+     * with its own copies of the name and the limit */
     bool keyed;
+    bool release;
     weir_key_op key;
     weir_limit key_limit;
+    weir_lease lease;
     weir_descriptor_status *st;
     int64_t now_us;    /* the decision's time */
     uint64_t t0_ns;    /* when the request was whole, for the latency metrics */
@@ -72,6 +75,14 @@ call *call_new(conn *c, const call_ops *ops, const weir_request *req, size_t dat
  */
 call *call_new_key(conn *c, const call_ops *ops, const weir_key_op *op, size_t data_bytes,
                    uint64_t t0_ns);
+
+/**
+ * call_new_release() - a call giving back @lease (weir_engine_release()),
+ * on a copy of its key; its answer comes to ops->key_decided(). NULL when
+ * out of memory.
+ */
+call *call_new_release(conn *c, const call_ops *ops, const weir_lease *lease, size_t data_bytes,
+                       uint64_t t0_ns);
 
 /**
  * call_decide() - start the decision at @now_us; answer by @timeout_ms

@@ -48,6 +48,12 @@ static const resp_command table[] = {
      "domain key value [key value ...] [HITS n] [DESCRIPTOR key value ...]", 0, 0, 0},
     {"weir.peek", -4, READONLY, resp_weir_peek, "WEIR.CHECK without consuming anything",
      "domain key value [key value ...] [DESCRIPTOR key value ...]", 0, 0, 0},
+    {"weir.acquire", -4, WRITE, resp_weir_acquire,
+     "WEIR.CHECK that holds its concurrency limits' units: a lease token (null when denied) "
+     "and the statuses",
+     "domain key value [key value ...] [HITS n] [DESCRIPTOR key value ...]", 0, 0, 0},
+    {"weir.release", 2, WRITE, resp_weir_release,
+     "give back the leases of a WEIR.ACQUIRE token: the number still held", "token", 0, 0, 0},
     {"weir.reset", -2, WRITE, resp_weir_reset,
      "forget CL.THROTTLE/GCRA keys: the number that held a state", "key [key ...]", 1, -1, 1},
     {"del", -2, WRITE, resp_del, "WEIR.RESET under Redis's name", "key [key ...]", 1, -1, 1},
@@ -80,6 +86,27 @@ bool resp_arg_is(const weir_resp_arg *a, const char *lit)
 {
     size_t n = strlen(lit);
     return a->n == n && strncasecmp(a->p, lit, n) == 0;
+}
+
+/* A decimal integer: an optional sign, digits, nothing else, within
+ * int64 (what redis-cell's parse::<i64>() takes). */
+bool resp_arg_i64(const weir_resp_arg *a, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (a->n > 0 && (a->p[0] == '-' || a->p[0] == '+'))
+        neg = a->p[i++] == '-';
+    if (i == a->n)
+        return false;
+    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < a->n; i++) {
+        unsigned d = (unsigned)(a->p[i] - '0');
+        if (d > 9 || v > (lim - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
 }
 
 static const resp_command *lookup(const weir_resp_arg *name)

@@ -63,7 +63,28 @@ void resp_weir_peek(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 void resp_weir_reset(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 
+void resp_weir_acquire(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+
+/* Where a decision's reply goes (limits.c): its slot when the store
+ * completes later, else straight out (the decision completes before its
+ * command returns, so nothing can come between). */
+typedef struct resp_target {
+    resp_conn *conn;
+    resp_slot *slot;
+} resp_target;
+
+/** A target for a command's reply; false (an error written) when out of
+ *  memory. */
+bool resp_target_for(resp_conn *c, resp_target *t);
+weir_buf *resp_target_buf(const resp_target *t);
+/** The reply is written: count it, and send it when it was held. */
+void resp_target_done(const resp_target *t, bool from_loop);
+
 /** Whether @a is @lit, ignoring ASCII case. */
 bool resp_arg_is(const weir_resp_arg *a, const char *lit);
+/** @a as a decimal int64: an optional sign and digits, nothing else
+ *  (what redis-cell's parse::<i64>() takes). */
+bool resp_arg_i64(const weir_resp_arg *a, int64_t *out);
 
 #endif /* WEIR_DAEMON_RESP_COMMANDS_H */

@@ -21,27 +21,6 @@
 
 /* ------------------------------------------------------------ arguments */
 
-/* A decimal integer: an optional sign, digits, nothing else, within
- * int64 (what redis-cell's parse::<i64>() takes). */
-static bool parse_i64(const weir_resp_arg *a, int64_t *out)
-{
-    size_t i = 0;
-    bool neg = false;
-    if (a->n > 0 && (a->p[0] == '-' || a->p[0] == '+'))
-        neg = a->p[i++] == '-';
-    if (i == a->n)
-        return false;
-    uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
-    for (; i < a->n; i++) {
-        unsigned d = (unsigned)(a->p[i] - '0');
-        if (d > 9 || v > (lim - d) / 10)
-            return false;
-        v = v * 10 + d;
-    }
-    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
-    return true;
-}
-
 /* Seconds as a decimal number ("60", "0.5", "1.25") into microseconds;
  * false for anything else, more than 6 decimals, or past 100 years. */
 static bool parse_seconds(const weir_resp_arg *a, int64_t *us)
@@ -70,20 +49,12 @@ static bool parse_seconds(const weir_resp_arg *a, int64_t *us)
 
 /* ------------------------------------------------------------ replies */
 
-/* Where a call's reply goes: its slot when the store completes later,
- * else straight out (the call completes before its command returns). */
-typedef struct target {
-    resp_conn *conn;
-    resp_slot *slot;
-} target;
-
 static bool store_inline(resp_conn *c)
 {
     return (weir_store_caps(c->base.w->srv->store) & WEIR_STORE_INLINE) != 0;
 }
 
-/* A target for a reply; false (an error written) when out of memory. */
-static bool target_for(resp_conn *c, target *t)
+bool resp_target_for(resp_conn *c, resp_target *t)
 {
     t->conn = c;
     t->slot = NULL;
@@ -96,14 +67,21 @@ static bool target_for(resp_conn *c, target *t)
     return true;
 }
 
-static weir_buf *target_buf(const target *t)
+weir_buf *resp_target_buf(const resp_target *t)
 {
     return t->slot ? &t->slot->slot.bytes : resp_out(t->conn);
 }
 
+void resp_target_done(const resp_target *t, bool from_loop)
+{
+    metrics_request(t->conn->base.w->metrics, PROTO_RESP, 0, 0, 0);
+    if (t->slot)
+        resp_slot_ready(t->slot, from_loop);
+}
+
 /* The reply of @k is written: count its time (weir_request_duration_seconds
  * with proto="resp") and send it when it was held. */
-static void target_done(const target *t, const call *k)
+static void target_done(const resp_target *t, const call *k)
 {
     metrics_request(k->conn->w->metrics, PROTO_RESP, (int64_t)(uv_hrtime() - k->t0_ns), 0, 0);
     if (t->slot)
@@ -111,23 +89,24 @@ static void target_done(const target *t, const call *k)
 }
 
 /* A call that took no decision: its target is answered with an error. */
-static void target_fail(const target *t, const char *msg)
+static void target_fail(const resp_target *t, const char *msg)
 {
-    weir_resp_error(target_buf(t), msg, strlen(msg));
+    weir_resp_error(resp_target_buf(t), msg, strlen(msg));
     if (t->slot)
         resp_slot_ready(t->slot, false);
 }
 
 static void on_expired(call *k)
 {
-    const target *t = k->data;
+    const resp_target *t = k->data;
     const char *msg = "TIMEOUT no decision within --decision-timeout";
-    weir_resp_error(target_buf(t), msg, strlen(msg));
+    weir_resp_error(resp_target_buf(t), msg, strlen(msg));
     target_done(t, k);
 }
 
 /* Starts @k; on a refusal answers @t with the engine's reason. */
-static void start(call *k, const target *t, weir_status (*why)(resp_conn *, weir_status, char *))
+static void start(call *k, const resp_target *t,
+                  weir_status (*why)(resp_conn *, weir_status, char *))
 {
     worker *w = t->conn->base.w;
     weir_status st = call_decide(k, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
@@ -142,7 +121,7 @@ static void start(call *k, const target *t, weir_status (*why)(resp_conn *, weir
 /* ------------------------------------------------------------ CL.THROTTLE, GCRA */
 
 typedef struct throttle {
-    target t;
+    resp_target t;
     int64_t limit; /* max_burst + 1 */
     bool peek;     /* quantity 0 */
     int64_t slack_us;
@@ -174,7 +153,7 @@ static int64_t rate_slack_us(const weir_limit *l, int64_t hits)
 static void throttle_reply(call *k, const weir_key_outcome *o)
 {
     const throttle *th = k->data;
-    weir_buf *b = target_buf(&th->t);
+    weir_buf *b = resp_target_buf(&th->t);
     if (o->status != WEIR_OK) {
         weir_resp_errorf(b, "ERR the store failed: %s", weir_strerror(o->status));
         target_done(&th->t, k);
@@ -240,7 +219,7 @@ static void decide_gcra(resp_conn *c, const weir_resp_arg *key, int64_t max_burs
         return;
     }
     throttle th = {{c, NULL}, max_burst + 1, hits == 0, rate_slack_us(&lim, hits)};
-    if (!target_for(c, &th.t))
+    if (!resp_target_for(c, &th.t))
         return;
     weir_key_op op = {key->p, key->n,         WEIR_OP_TAKE,
                       &lim,   (uint64_t)hits, c->base.w->srv->opt.failure_mode};
@@ -262,7 +241,7 @@ void resp_cl_throttle(resp_conn *c, const weir_resp_arg *argv, size_t argc)
     }
     int64_t v[4] = {0, 0, 0, 1};
     for (size_t i = 2; i < argc; i++)
-        if (!parse_i64(&argv[i], &v[i - 2])) {
+        if (!resp_arg_i64(&argv[i], &v[i - 2])) {
             weir_resp_errorf(resp_out(c), "Cell error: Couldn't parse as integer: %.*s",
                              (int)(argv[i].n > 128 ? 128 : argv[i].n), argv[i].p);
             return;
@@ -277,7 +256,7 @@ void resp_cl_throttle(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
     int64_t burst, rate, period_us, tokens = 1;
-    if (!parse_i64(&argv[2], &burst) || !parse_i64(&argv[3], &rate)) {
+    if (!resp_arg_i64(&argv[2], &burst) || !resp_arg_i64(&argv[3], &rate)) {
         weir_resp_errorf(resp_out(c), "ERR max_burst and tokens_per_period must be integers");
         return;
     }
@@ -287,7 +266,7 @@ void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc)
         return;
     }
     if (argc == 7 && resp_arg_is(&argv[5], "TOKENS")) {
-        if (!parse_i64(&argv[6], &tokens)) {
+        if (!resp_arg_i64(&argv[6], &tokens)) {
             weir_resp_errorf(resp_out(c), "ERR TOKENS must be an integer");
             return;
         }
@@ -298,116 +277,39 @@ void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc)
     decide_gcra(c, &argv[1], burst, rate, period_us, tokens, false);
 }
 
-/* ------------------------------------------------------------ WEIR.RESET, DEL */
-
-/* A reset of several keys: one call each, one reply when the last is
- * freed (the number of keys that held a state, or the first failure).
- * The count is kept in done(), which runs for every call the engine took,
- * answered or not, so a group whose connection closed is freed too. */
-typedef struct resets {
-    target t;
-    size_t pending;
-    int64_t gone;
-    weir_status failed;
-} resets;
-
-typedef struct reset_call {
-    resets *group;
-} reset_call;
-
-static void reset_end(resets *g, bool from_loop)
-{
-    if (--g->pending > 0)
-        return;
-    resp_conn *c = g->t.conn;
-    if (!c->base.closed) {
-        weir_buf *b = target_buf(&g->t);
-        if (g->failed != WEIR_OK)
-            weir_resp_errorf(b, "ERR the store failed: %s", weir_strerror(g->failed));
-        else
-            weir_resp_int(b, g->gone);
-        if (g->t.slot)
-            resp_slot_ready(g->t.slot, from_loop);
-    }
-    free(g);
-}
-
-static void reset_reply(call *k, const weir_key_outcome *o)
-{
-    resets *g = ((reset_call *)k->data)->group;
-    if (o->status != WEIR_OK && g->failed == WEIR_OK)
-        g->failed = o->status;
-    g->gone += o->status == WEIR_OK && o->result.allowed;
-}
-
-static void reset_expired(call *k)
-{
-    resets *g = ((reset_call *)k->data)->group;
-    if (g->failed == WEIR_OK)
-        g->failed = WEIR_ETIMEDOUT;
-}
-
-static void reset_done(call *k)
-{
-    reset_end(((reset_call *)k->data)->group, true);
-}
-
-static const call_ops reset_ops = {NULL, reset_expired, reset_done, reset_reply};
-
-void resp_weir_reset(resp_conn *c, const weir_resp_arg *argv, size_t argc)
-{
-    for (size_t i = 1; i < argc; i++)
-        if (argv[i].n == 0 || argv[i].n > WEIR_ENGINE_MAX_KEY_NAME) {
-            weir_resp_errorf(resp_out(c), "ERR a key must be 1 to %u bytes",
-                             WEIR_ENGINE_MAX_KEY_NAME);
-            return;
-        }
-    resets *g = calloc(1, sizeof(*g));
-    if (!g || !target_for(c, &g->t)) {
-        if (!g)
-            weir_resp_errorf(resp_out(c), "ERR out of memory");
-        free(g);
-        return;
-    }
-    worker *w = c->base.w;
-    g->pending = argc; /* one more than the keys: this loop's own */
-    for (size_t i = 1; i < argc; i++) {
-        weir_key_op op = {argv[i].p, argv[i].n, WEIR_OP_RESET, NULL, 0, WEIR_FAILURE_ALLOW};
-        reset_call rc = {g};
-        call *k = call_new_key(&c->base, &reset_ops, &op, sizeof(rc), uv_hrtime());
-        if (!k) {
-            g->failed = WEIR_ENOMEM;
-            g->pending--;
-            continue;
-        }
-        memcpy(k->data, &rc, sizeof(rc));
-        weir_status st = call_decide(k, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
-        if (st != WEIR_OK) {
-            call_free(k); /* done() does not run for it */
-            g->failed = st;
-            g->pending--;
-        }
-    }
-    metrics_request(w->metrics, PROTO_RESP, 0, 0, 0);
-    reset_end(g, false);
-}
-
-void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc)
-{
-    resp_weir_reset(c, argv, argc);
-}
-
 /* ------------------------------------------------------------ WEIR.CHECK, WEIR.PEEK */
 
 typedef struct check_call {
-    target t;
+    resp_target t;
+    bool acquire; /* WEIR.ACQUIRE: the lease token first */
 } check_call;
+
+/* The leases a decision took, as one token for WEIR.RELEASE: "1", then
+ * for each ";LIMIT,WINDOW_US,LEASE,KEY" (the concurrency limit, its lease
+ * timeout, the lease and the counter's name in hex). */
+static void put_token(weir_buf *b, const weir_descriptor_status *st, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    weir_buf_putc(b, '1');
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < st[i].n_outcomes; j++) {
+            const weir_limit_outcome *o = &st[i].outcomes[j];
+            if (!o->lease)
+                continue;
+            weir_buf_printf(b, ";%u,%lld,%llu,", o->requests_per_unit, (long long)o->window_us,
+                            (unsigned long long)o->lease);
+            const unsigned char *key = o->key;
+            for (size_t k = 0; k < o->key_len; k++) {
+                weir_buf_putc(b, hex[key[k] >> 4]);
+                weir_buf_putc(b, hex[key[k] & 15]);
+            }
+        }
+}
 
 static void check_reply(call *k, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
-    (void)overall;
     const check_call *cc = k->data;
-    weir_buf *b = target_buf(&cc->t);
+    weir_buf *b = resp_target_buf(&cc->t);
     metrics_decision(k->conn->w->metrics, &k->req, st, n);
     if (n > 0 && st[0].domain_not_found) {
         weir_resp_errorf(b, "ERR unknown domain '%.*s'",
@@ -416,6 +318,17 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
         return;
     }
     bool resp3 = cc->t.conn->resp3;
+    if (cc->acquire) {
+        weir_resp_array(b, 2);
+        if (overall == WEIR_CODE_OK) {
+            weir_buf *tok = &k->conn->w->body;
+            weir_buf_clear(tok);
+            put_token(tok, st, n);
+            weir_resp_bulk(b, tok->p, tok->len);
+        } else {
+            weir_resp_null(b, resp3);
+        }
+    }
     weir_resp_array(b, n);
     for (size_t i = 0; i < n; i++) {
         const weir_descriptor_status *s = &st[i];
@@ -466,7 +379,7 @@ static weir_request *parse_check(resp_conn *c, const weir_resp_arg *argv, size_t
     for (size_t i = 2; i < argc;) {
         if (resp_arg_is(&argv[i], "HITS") && i + 1 < argc) {
             int64_t hits;
-            if (!parse_i64(&argv[i + 1], &hits) || hits < 0) {
+            if (!resp_arg_i64(&argv[i + 1], &hits) || hits < 0) {
                 weir_resp_errorf(out, "ERR HITS must be a whole number of 0 or more");
                 return NULL;
             }
@@ -523,15 +436,15 @@ static weir_request *parse_check(resp_conn *c, const weir_resp_arg *argv, size_t
     return req;
 }
 
-static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool peek)
+static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool peek, bool acquire)
 {
     resp_scratch *s = c->base.l->state;
     s->peek_all = false;
     weir_request req;
     if (!parse_check(c, argv, argc, peek, s, &req))
         return;
-    check_call cc;
-    if (!target_for(c, &cc.t))
+    check_call cc = {{c, NULL}, acquire};
+    if (!resp_target_for(c, &cc.t))
         return;
     call *k = call_new(&c->base, &check_ops, &req, sizeof(cc), uv_hrtime());
     if (!k) {
@@ -544,10 +457,15 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
 
 void resp_weir_check(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    check(c, argv, argc, false);
+    check(c, argv, argc, false, false);
 }
 
 void resp_weir_peek(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    check(c, argv, argc, true);
+    check(c, argv, argc, true, false);
+}
+
+void resp_weir_acquire(resp_conn *c, const weir_resp_arg *argv, size_t argc)
+{
+    check(c, argv, argc, false, true);
 }

@@ -118,6 +118,15 @@ typedef struct weir_limit_outcome {
     /** ... and it was failure_mode local: remaining and reset are the
      *  instance's own memory's, under the limit's local share. */
     bool local;
+    /** Since 0.2. A concurrency limit's acquire that was charged: the
+     *  lease it holds, to give back with weir_engine_release() (0 for
+     *  every other outcome, and when nothing was charged). */
+    uint64_t lease;
+    /** The counter's name in the store (with lease: what
+     *  weir_engine_release() takes back); valid until the callback
+     *  returns. */
+    const void *key;
+    size_t key_len;
 } weir_limit_outcome;
 
 /** The verdict for one descriptor, in request order. */
@@ -331,6 +340,30 @@ typedef void (*weir_key_cb)(void *arg, const weir_key_outcome *out);
  */
 WEIR_API weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op *op,
                                             int64_t now_us, weir_key_cb cb, void *arg);
+
+/** A lease to give back: a limit outcome's lease, key and limit. */
+typedef struct weir_lease {
+    const void *key; /* weir_limit_outcome.key (copied by the caller) */
+    size_t key_len;
+    uint64_t lease;
+    /** The concurrency limit it was taken under (requests_per_unit, and
+     *  its window: the lease timeout). */
+    uint64_t limit;
+    int64_t window_us;
+} weir_lease;
+
+/**
+ * weir_engine_release() - give back a lease a decision took (a
+ * concurrency limit's acquire), before its timeout frees it.
+ *
+ * @cb gets status WEIR_OK (given back; result is the counter after it),
+ * WEIR_ENOLEASE (not held: given back already, or timed out), or the
+ * store's failure. Returns WEIR_OK when accepted; WEIR_EINVAL for NULL
+ * arguments, a key empty or too long, a limit that does not compile;
+ * WEIR_ENOMEM. Same threads as weir_engine_decide().
+ */
+WEIR_API weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *lease,
+                                         int64_t now_us, weir_key_cb cb, void *arg);
 
 /* X(name, number, text): why weir_engine_decide() refused a request. A
  * descriptor's reason reads after "descriptors[N]"; numbers never change. */

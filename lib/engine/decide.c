@@ -297,6 +297,9 @@ static void finish(decision *dc)
         o->shadow = p->shadow;
         o->failure_mode = failed || p->local;
         o->local = p->local;
+        o->lease = failed || p->local ? 0 : r->lease; /* a local lease times out */
+        o->key = op->key;
+        o->key_len = op->key_len;
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;

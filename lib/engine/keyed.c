@@ -71,7 +71,7 @@ static void deliver(const keyed *k, weir_status batch)
     if (st == WEIR_OK) {
         out.status = WEIR_OK;
         out.result = k->op.result;
-    } else if (k->op.kind == WEIR_OP_RESET) {
+    } else if (k->op.kind == WEIR_OP_RESET || k->op.kind == WEIR_OP_RELEASE) {
         out.status = st;
     } else {
         fail_over(k, &out);
@@ -93,6 +93,48 @@ static void done_later(void *arg, weir_op *ops, size_t n, weir_status status)
     deliver(k, status);
     weir__free(k->engine->ctx, k);
     weir__reader_unhold(rd);
+}
+
+/* Runs one op on the counter named by @pre (@pre_len bytes) and @name:
+ * at once on an inline store, else from a block of its own. */
+static weir_status run(weir_engine_reader *reader, const char *pre, size_t pre_len,
+                       const void *name, size_t name_len, const weir_op *proto,
+                       const weir_limit *lim, unsigned flags, weir_failure_mode fm, int64_t now_us,
+                       weir_key_cb cb, void *arg)
+{
+    weir_engine *e = reader->engine;
+    size_t key_len = pre_len + name_len;
+    bool later = !e->inline_store;
+    keyed own;
+    keyed *k = &own;
+    char *key = reader->scratch;
+    if (later) {
+        if (!(k = weir__malloc(e->ctx, sizeof(*k) + key_len)))
+            return WEIR_ENOMEM;
+        key = k->key;
+    }
+    memcpy(key, pre, pre_len);
+    memcpy(key + pre_len, name, name_len);
+    k->engine = e;
+    k->reader = later ? reader : NULL;
+    k->lim = *lim;
+    k->failure_mode = fm;
+    k->now_us = now_us;
+    k->cb = cb;
+    k->arg = arg;
+    k->op = *proto;
+    k->op.key = key;
+    k->op.key_len = key_len;
+    k->op.limit = &k->lim;
+    if (!later)
+        return weir_store_submit(e->store, &k->op, 1, now_us, flags, done_inline, k);
+    atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
+    weir_store_session *ss = reader->session;
+    weir_status st = ss ? weir_store_session_submit(ss, &k->op, 1, now_us, flags, done_later, k)
+                        : weir_store_submit(e->store, &k->op, 1, now_us, flags, done_later, k);
+    if (st != WEIR_OK)
+        done_later(k, &k->op, 1, st); /* refused: as a failed op */
+    return WEIR_OK;
 }
 
 weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op *op,
@@ -120,47 +162,40 @@ weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op
     default:
         return WEIR_EINVAL;
     }
-    weir_engine *e = reader->engine;
-    weir_status st = weir_store_check_limit(e->store, lim);
+    weir_status st = weir_store_check_limit(reader->engine->store, lim);
     if (st != WEIR_OK)
         return st;
-
-    size_t key_len = PREFIX_LEN + op->name_len;
-    bool later = !e->inline_store;
-    keyed own;
-    keyed *k = &own;
-    char *key = reader->scratch;
-    if (later) {
-        if (!(k = weir__malloc(e->ctx, sizeof(*k) + key_len)))
-            return WEIR_ENOMEM;
-        key = k->key;
-    }
-    memcpy(key, PREFIX, PREFIX_LEN);
-    memcpy(key + PREFIX_LEN, op->name, op->name_len);
-    k->engine = e;
-    k->reader = later ? reader : NULL;
-    k->lim = *lim;
-    k->failure_mode = op->failure_mode;
-    k->now_us = now_us;
-    k->cb = cb;
-    k->arg = arg;
-    memset(&k->op, 0, sizeof(k->op));
-    k->op.key = key;
-    k->op.key_len = key_len;
-    k->op.limit = &k->lim;
-    k->op.hits = op->hits;
+    weir_op o = {0};
+    o.hits = op->hits;
     /* a TAKE of 0 hits is a look, and a look never creates a key */
-    k->op.kind = op->kind == WEIR_OP_TAKE && op->hits == 0 ? WEIR_OP_CHECK : op->kind;
+    o.kind = op->kind == WEIR_OP_TAKE && op->hits == 0 ? WEIR_OP_CHECK : op->kind;
     /* a counter's limit comes with each call, so a denial kept under one
      * limit may not be the answer under the next: no over-limit cache */
-    k->op.flags = WEIR_OP_NO_LOCAL_CACHE;
-    if (!later)
-        return weir_store_submit(e->store, &k->op, 1, now_us, 0, done_inline, k);
-    atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
-    weir_store_session *ss = reader->session;
-    st = ss ? weir_store_session_submit(ss, &k->op, 1, now_us, 0, done_later, k)
-            : weir_store_submit(e->store, &k->op, 1, now_us, 0, done_later, k);
-    if (st != WEIR_OK)
-        done_later(k, &k->op, 1, st); /* refused: the failure mode decides */
-    return WEIR_OK;
+    o.flags = WEIR_OP_NO_LOCAL_CACHE;
+    return run(reader, PREFIX, PREFIX_LEN, op->name, op->name_len, &o, lim, 0, op->failure_mode,
+               now_us, cb, arg);
+}
+
+weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *lease, int64_t now_us,
+                                weir_key_cb cb, void *arg)
+{
+    if (!reader || !lease || !cb || !lease->key || lease->key_len == 0 ||
+        lease->key_len > WEIR_MAX_KEY_BYTES)
+        return WEIR_EINVAL;
+    weir_engine *e = reader->engine;
+    /* the memory store's counters are digests under the engine's secret,
+     * as the decision named them (WEIR_BATCH_DIGESTS) */
+    unsigned flags = e->shared_keys ? 0u : WEIR_BATCH_DIGESTS;
+    if (flags && lease->key_len != WEIR_DIGEST_BYTES)
+        return WEIR_EINVAL;
+    weir_limit_spec spec = {WEIR_ALGO_CONCURRENCY, lease->limit, lease->window_us, 0, 0};
+    weir_limit lim;
+    if (weir_limit_compile(&spec, &lim) != WEIR_OK)
+        return WEIR_EINVAL;
+    weir_op o = {0};
+    o.kind = WEIR_OP_RELEASE;
+    o.lease = lease->lease;
+    o.flags = WEIR_OP_NO_LOCAL_CACHE;
+    return run(reader, "", 0, lease->key, lease->key_len, &o, &lim, flags, WEIR_FAILURE_ALLOW,
+               now_us, cb, arg);
 }

@@ -707,6 +707,12 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
         op->status = WEIR_OK;
         return;
     }
+    if (e && !state_matches(e, lim) && op->kind == WEIR_OP_RELEASE) {
+        /* a lease is given back under the limit it was taken under: under
+         * another, there is none to give back (and the state stays) */
+        op->status = lim->algorithm == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO;
+        return;
+    }
     if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
         remove_entry(ms, sh, e);

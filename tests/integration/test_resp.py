@@ -47,6 +47,8 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 3, algorithm: fixed_window, name: per_user}
   - key: ip
     rate_limit: {unit: minute, requests_per_unit: 5, algorithm: fixed_window, name: per_ip}
+  - key: conn
+    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: concurrency, name: inflight}
 """
 
 PASSWORD = "s3cret-pass"
@@ -420,7 +422,8 @@ def test_command_count_matches_command_list(w):
     with Conn(w.resp_port) as c:
         names = c.call("COMMAND", "LIST")
         assert c.call("COMMAND", "COUNT") == len(names)
-        for name in (b"cl.throttle", b"gcra", b"weir.check", b"weir.peek", b"del", b"ping"):
+        for name in (b"cl.throttle", b"gcra", b"weir.check", b"weir.peek", b"weir.acquire",
+                     b"weir.release", b"del", b"ping"):
             assert name in names
 
 
@@ -505,6 +508,46 @@ def test_weir_check_errors(w):
         assert c.call("WEIR.CHECK", "api", "user", "a", "HITS", -1) == \
             Err("ERR HITS must be a whole number of 0 or more")
         assert c.call("PING") == "PONG"  # errors leave the connection usable
+
+
+# ---------------------------------------------------------------- WEIR.ACQUIRE, WEIR.RELEASE
+
+def test_weir_acquire_holds_until_released(w):
+    with Conn(w.resp_port) as c:
+        first = c.call("WEIR.ACQUIRE", "api", "conn", "c1")
+        token, st = first
+        assert token.startswith(b"1;2,60000000,"), first
+        assert [strip_times(d) for d in st] == [[b"OK", 2, 1, b"inflight"]]
+        second = c.call("WEIR.ACQUIRE", "api", "conn", "c1")
+        assert strip_times(second[1][0]) == [b"OK", 2, 0, b"inflight"]
+        token2 = second[0]
+        assert token2 != token
+        full = c.call("WEIR.ACQUIRE", "api", "conn", "c1")
+        assert full[0] is None
+        assert strip_times(full[1][0]) == [b"OVER_LIMIT", 2, 0, b"inflight"]
+        # given back once: the unit is free again
+        assert c.call("WEIR.RELEASE", token) == 1
+        assert c.call("WEIR.RELEASE", token) == 0
+        again = c.call("WEIR.ACQUIRE", "api", "conn", "c1")
+        assert again[0] is not None
+        assert c.call("WEIR.RELEASE", again[0]) == 1
+        assert c.call("WEIR.RELEASE", token2) == 1
+
+
+def test_weir_acquire_of_several_leases_and_of_none(w):
+    with Conn(w.resp_port) as c:
+        token, st = c.call("WEIR.ACQUIRE", "api", "conn", "c2", "DESCRIPTOR", "conn", "c3",
+                           "DESCRIPTOR", "user", "gina")
+        assert token.count(b";") == 2  # the user limit is a rate: no lease
+        assert [d[0] for d in st] == [b"OK", b"OK", b"OK"]
+        assert c.call("WEIR.RELEASE", token) == 2
+        # a decision with no concurrency limit: a token with nothing to give back
+        token, st = c.call("WEIR.ACQUIRE", "api", "user", "hank")
+        assert token == b"1"
+        assert c.call("WEIR.RELEASE", token) == 0
+        for bad in (b"", b"2", b"1;", b"1;2,60000000,5,zz", b"1;0,1,1,00", b"1;2,60000000,5,0"):
+            assert c.call("WEIR.RELEASE", bad) == Err("ERR not a lease token of WEIR.ACQUIRE"), bad
+        assert c.call("PING") == "PONG"
 
 
 def test_weir_peek_treats_hits_as_a_keyword(w):

@@ -3,7 +3,8 @@
  * take, look, check and reset; a counter's state kept across limits of
  * one algorithm; names apart from the rules' counters; refusals; the
  * failure modes when the store fails; a reader freed with an op in
- * flight.
+ * flight; the leases of concurrency limits given back
+ * (weir_engine_release()).
  *
  * Every test runs twice: on the memory store, which completes inline, and
  * on the deferred test store (stable keys, as a store shared between
@@ -324,14 +325,124 @@ static void reader_freed_in_flight(void **unused)
     close_world(&w);
 }
 
+/* ------------------------------------------------------------ leases */
+
+typedef struct held {
+    int calls;
+    weir_code overall;
+    uint64_t lease;
+    unsigned char key[WEIR_MAX_KEY_BYTES];
+    size_t key_len;
+} held;
+
+static void on_acquired(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
+{
+    held *h = arg;
+    h->calls++;
+    h->overall = overall;
+    assert_int_equal(n, 1);
+    assert_int_equal(st[0].n_outcomes, 1);
+    const weir_limit_outcome *o = &st[0].outcomes[0];
+    h->lease = o->lease;
+    assert_non_null(o->key);
+    memcpy(h->key, o->key, o->key_len);
+    h->key_len = o->key_len;
+}
+
+static held acquire(world *w, int64_t now)
+{
+    weir_entry e = {"conn", 4, "c1", 2};
+    weir_descriptor d = {&e, 1, false, 0, NULL};
+    weir_request req = {"api", 3, &d, 1, 1};
+    weir_descriptor_status st[1];
+    held h = {0};
+    assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_acquired, &h), WEIR_OK);
+    if (deferred)
+        while (weir_deferred_store_drain(w->store) > 0)
+            ;
+    assert_int_equal(h.calls, 1);
+    return h;
+}
+
+static weir_status release(world *w, const held *h, uint64_t limit, int64_t now)
+{
+    weir_lease l = {h->key, h->key_len, h->lease, limit, 60 * S};
+    got g = {0};
+    assert_int_equal(weir_engine_release(w->reader, &l, now, on_done, &g), WEIR_OK);
+    if (deferred)
+        while (weir_deferred_store_drain(w->store) > 0)
+            ;
+    assert_int_equal(g.calls, 1);
+    return g.out.status;
+}
+
+/* A concurrency limit's acquires report their leases; a lease given back
+ * frees its unit at once, once only; one given back under another limit
+ * is not held there (and the counter stays); a lease past its timeout is
+ * gone. */
+static void leases_taken_and_given_back(void **unused)
+{
+    (void)unused;
+    world w;
+    assert_int_equal(weir_ctx_new(NULL, &w.ctx), WEIR_OK);
+    assert_int_equal(weir_memstore_new(w.ctx, NULL, &w.store), WEIR_OK);
+    w.fallback = NULL;
+    if (deferred) {
+        weir_store *mem = w.store;
+        assert_int_equal(weir_deferred_store_new(w.ctx, mem, &deferred_opts, &w.store), WEIR_OK);
+    }
+    const char *rules = "domain: api\n"
+                        "descriptors:\n"
+                        "  - key: conn\n"
+                        "    rate_limit: {unit: minute, requests_per_unit: 2, "
+                        "algorithm: concurrency}\n";
+    weir_engine_options eo = {sizeof(eo), w.store, NULL, 1};
+    assert_int_equal(weir_engine_new(w.ctx, &eo, test_rules_parse(w.ctx, rules), &w.engine),
+                     WEIR_OK);
+    assert_int_equal(weir_engine_reader_new(w.engine, &w.reader), WEIR_OK);
+
+    held a = acquire(&w, 0), b = acquire(&w, 0);
+    assert_int_equal(a.overall, WEIR_CODE_OK);
+    assert_int_equal(b.overall, WEIR_CODE_OK);
+    assert_true(a.lease != 0 && b.lease != 0 && a.lease != b.lease);
+    assert_int_equal(a.key_len, b.key_len);
+    held full = acquire(&w, 0);
+    assert_int_equal(full.overall, WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(full.lease, 0);
+    /* under another limit: not held there, and both units stay taken */
+    assert_int_equal(release(&w, &a, 3, S), WEIR_ENOLEASE);
+    assert_int_equal(acquire(&w, S).overall, WEIR_CODE_OVER_LIMIT);
+    assert_int_equal(release(&w, &a, 2, S), WEIR_OK);
+    assert_int_equal(release(&w, &a, 2, S), WEIR_ENOLEASE);
+    held c = acquire(&w, S);
+    assert_int_equal(c.overall, WEIR_CODE_OK);
+    /* the minute passes: b and c time out */
+    assert_int_equal(release(&w, &b, 2, 62 * S), WEIR_ENOLEASE);
+    assert_int_equal(acquire(&w, 62 * S).overall, WEIR_CODE_OK);
+    /* refusals */
+    weir_lease bad = {a.key, 0, a.lease, 2, 60 * S};
+    got g = {0};
+    assert_int_equal(weir_engine_release(w.reader, &bad, 0, on_done, &g), WEIR_EINVAL);
+    bad.key_len = a.key_len;
+    bad.limit = 0;
+    bad.window_us = 0;
+    assert_int_equal(weir_engine_release(w.reader, &bad, 0, on_done, &g), WEIR_EINVAL);
+    assert_int_equal(g.calls, 0);
+    close_world(&w);
+}
+
 #define BOTH(t) cmocka_unit_test(t)
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        BOTH(take_look_and_reset),    BOTH(state_kept_across_limits),
-        BOTH(names_apart_from_rules), BOTH(refusals),
-        BOTH(failure_modes),          BOTH(reader_freed_in_flight),
+        BOTH(take_look_and_reset),
+        BOTH(state_kept_across_limits),
+        BOTH(names_apart_from_rules),
+        BOTH(refusals),
+        BOTH(failure_modes),
+        BOTH(reader_freed_in_flight),
+        BOTH(leases_taken_and_given_back),
     };
     int failed = cmocka_run_group_tests_name("memory", tests, use_memory, NULL);
     failed += cmocka_run_group_tests_name("deferred", tests, use_deferred, NULL);

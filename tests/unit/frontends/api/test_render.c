@@ -243,8 +243,9 @@ static void headers_every_limit_tested(void **unused)
     weir_buf b;
     weir_buf_init(&b, 4096);
     weir_limit_outcome both[2] = {
-        {&per_user, 10, WEIR_UNIT_MINUTE, 60000000, 9, 46999500, false, false, false, false},
-        {&per_ip, 5, WEIR_UNIT_NONE, 30000000, 4, 29000000, false, false, false, false},
+        {&per_user, 10, WEIR_UNIT_MINUTE, 60000000, 9, 46999500, false, false, false, false, 0,
+         NULL, 0},
+        {&per_ip, 5, WEIR_UNIT_NONE, 30000000, 4, 29000000, false, false, false, false, 0, NULL, 0},
     };
     weir_descriptor_status st[2] = {ok_status(), ok_status()};
     st[0].outcomes = both;

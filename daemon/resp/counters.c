@@ -1,0 +1,207 @@
+/*
+ * counters.c - the commands that act on several counters at once and
+ * reply once: WEIR.RESET and DEL (forget CL.THROTTLE/GCRA keys) and
+ * WEIR.RELEASE (give back the leases of a WEIR.ACQUIRE's token). Each
+ * counter is a call of its own; the reply counts the ones that took
+ * effect, or names the first failure, once the last call is done.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "commands.h"
+#include "worker.h"
+
+/* Calls with one reply. The count is kept in done(), which runs for every
+ * call the engine took, answered or not, so a group whose connection
+ * closed is freed too. */
+typedef struct group {
+    resp_target t;
+    size_t pending; /* calls not done, and one for the command itself */
+    int64_t counted;
+    weir_status failed;
+    bool release; /* a lease not held is no failure, only not counted */
+} group;
+
+typedef struct member {
+    group *g;
+} member;
+
+static void group_end(group *g, bool from_loop)
+{
+    if (--g->pending > 0)
+        return;
+    if (!g->t.conn->base.closed) {
+        weir_buf *b = resp_target_buf(&g->t);
+        if (g->failed != WEIR_OK)
+            weir_resp_errorf(b, "ERR the store failed: %s", weir_strerror(g->failed));
+        else
+            weir_resp_int(b, g->counted);
+        resp_target_done(&g->t, from_loop);
+    }
+    free(g);
+}
+
+static void member_reply(call *k, const weir_key_outcome *o)
+{
+    group *g = ((member *)k->data)->g;
+    if (o->status == WEIR_OK)
+        g->counted += g->release || o->result.allowed;
+    else if (!(g->release && o->status == WEIR_ENOLEASE) && g->failed == WEIR_OK)
+        g->failed = o->status;
+}
+
+static void member_expired(call *k)
+{
+    group *g = ((member *)k->data)->g;
+    if (g->failed == WEIR_OK)
+        g->failed = WEIR_ETIMEDOUT;
+}
+
+static void member_done(call *k)
+{
+    group_end(((member *)k->data)->g, true);
+}
+
+static const call_ops member_ops = {NULL, member_expired, member_done, member_reply};
+
+/* A group for @c's reply; NULL (an error written) when out of memory. The
+ * command's own count is taken: group_end() it once every member went. */
+static group *group_new(resp_conn *c, bool release)
+{
+    group *g = calloc(1, sizeof(*g));
+    if (!g) {
+        weir_resp_errorf(resp_out(c), "ERR out of memory");
+        return NULL;
+    }
+    if (!resp_target_for(c, &g->t)) {
+        free(g);
+        return NULL;
+    }
+    g->pending = 1;
+    g->release = release;
+    return g;
+}
+
+/* Starts member call @k of @g (NULL: out of memory). */
+static void group_start(group *g, call *k)
+{
+    if (!k) {
+        g->failed = WEIR_ENOMEM;
+        return;
+    }
+    member m = {g};
+    memcpy(k->data, &m, sizeof(m));
+    g->pending++;
+    worker *w = k->conn->w;
+    weir_status st = call_decide(k, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
+    if (st != WEIR_OK) {
+        call_free(k); /* done() does not run for it */
+        g->failed = st;
+        g->pending--;
+    }
+}
+
+/* ------------------------------------------------------------ WEIR.RESET, DEL */
+
+void resp_weir_reset(resp_conn *c, const weir_resp_arg *argv, size_t argc)
+{
+    for (size_t i = 1; i < argc; i++)
+        if (argv[i].n == 0 || argv[i].n > WEIR_ENGINE_MAX_KEY_NAME) {
+            weir_resp_errorf(resp_out(c), "ERR a key must be 1 to %u bytes",
+                             WEIR_ENGINE_MAX_KEY_NAME);
+            return;
+        }
+    group *g = group_new(c, false);
+    if (!g)
+        return;
+    for (size_t i = 1; i < argc; i++) {
+        weir_key_op op = {argv[i].p, argv[i].n, WEIR_OP_RESET, NULL, 0, WEIR_FAILURE_ALLOW};
+        group_start(g, call_new_key(&c->base, &member_ops, &op, sizeof(member), uv_hrtime()));
+    }
+    group_end(g, false);
+}
+
+void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc)
+{
+    resp_weir_reset(c, argv, argc);
+}
+
+/* ------------------------------------------------------------ WEIR.RELEASE */
+
+/* Most leases one token carries: one per limit a decision may test. */
+#define MAX_LEASES WEIR_ENGINE_MAX_LIMITS
+
+/* A number of the token, up to @end; false when it is not one. */
+static bool token_num(const char **p, const char *end, char stop, int64_t *out)
+{
+    const char *s = *p, *e = s;
+    while (e < end && *e != stop)
+        e++;
+    weir_resp_arg a = {s, (size_t)(e - s)};
+    if (e == end || !resp_arg_i64(&a, out) || *out < 0)
+        return false;
+    *p = e + 1;
+    return true;
+}
+
+static int hexval(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* The leases of a token (put_token() in limits.c), their keys decoded into
+ * @keys; the number of them, or -1 when it is not a token. */
+static int parse_token(const weir_resp_arg *tok, weir_lease *out, unsigned char *keys,
+                       size_t keys_cap)
+{
+    const char *p = tok->p, *end = tok->p + tok->n;
+    if (p == end || *p++ != '1')
+        return -1;
+    int n = 0;
+    size_t used = 0;
+    while (p < end) {
+        int64_t limit, window, lease;
+        if (n == (int)MAX_LEASES || *p++ != ';' || !token_num(&p, end, ',', &limit) ||
+            !token_num(&p, end, ',', &window) || !token_num(&p, end, ',', &lease) || limit < 1 ||
+            window < 1 || lease < 1)
+            return -1;
+        const char *k = p;
+        while (p < end && *p != ';')
+            p++;
+        size_t hex_len = (size_t)(p - k);
+        if (hex_len == 0 || hex_len % 2 || used + hex_len / 2 > keys_cap)
+            return -1;
+        unsigned char *key = keys + used;
+        for (size_t i = 0; i < hex_len; i += 2) {
+            int hi = hexval(k[i]), lo = hexval(k[i + 1]);
+            if (hi < 0 || lo < 0)
+                return -1;
+            key[i / 2] = (unsigned char)(hi << 4 | lo);
+        }
+        out[n++] = (weir_lease){key, hex_len / 2, (uint64_t)lease, (uint64_t)limit, window};
+        used += hex_len / 2;
+    }
+    return n;
+}
+
+void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc)
+{
+    (void)argc;
+    weir_lease leases[MAX_LEASES];
+    unsigned char *keys = malloc(RESP_MAX_BULK);
+    if (!keys) {
+        weir_resp_errorf(resp_out(c), "ERR out of memory");
+        return;
+    }
+    int n = parse_token(&argv[1], leases, keys, RESP_MAX_BULK);
+    group *g = n < 0 ? NULL : group_new(c, true);
+    if (n < 0)
+        weir_resp_errorf(resp_out(c), "ERR not a lease token of WEIR.ACQUIRE");
+    for (int i = 0; g && i < n; i++)
+        group_start(
+            g, call_new_release(&c->base, &member_ops, &leases[i], sizeof(member), uv_hrtime()));
+    if (g)
+        group_end(g, false);
+    free(keys); /* every call copied its key */
+}

@@ -1,7 +1,8 @@
 /*
  * limits.c - the rate limit commands: CL.THROTTLE (redis-cell's contract)
- * and GCRA on counters the caller names, WEIR.CHECK and WEIR.PEEK through
- * the rules, WEIR.RESET and DEL. Each decision is a call (call.h): on the
+ * and GCRA on counters the caller names, WEIR.CHECK, WEIR.PEEK and
+ * WEIR.ACQUIRE through the rules (the commands on several counters at
+ * once are counters.c's), and where a reply goes. Each decision is a call (call.h): on the
  * memory store it completes before the command returns and its reply
  * goes out with the others of the read; on a store that completes later
  * its reply takes a slot, so the replies still leave in command order.
@@ -9,6 +10,7 @@
  * docs/RESP.md gives each command's contract and where it differs from
  * redis-cell's and Dragonfly's.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,18 +106,19 @@ static void on_expired(call *k)
     target_done(t, k);
 }
 
-/* Starts @k; on a refusal answers @t with the engine's reason. */
-static void start(call *k, const resp_target *t,
-                  weir_status (*why)(resp_conn *, weir_status, char *))
+/* Starts @k, whose data starts with its target; on a refusal answers
+ * that target with @why's words for it. */
+static void start(call *k, void (*why)(resp_conn *, weir_status, char *))
 {
-    worker *w = t->conn->base.w;
+    resp_target t = *(const resp_target *)k->data; /* k may go below */
+    worker *w = t.conn->base.w;
     weir_status st = call_decide(k, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
     if (st == WEIR_OK)
         return;
     char msg[256];
-    why(t->conn, st, msg);
+    why(t.conn, st, msg);
     call_free(k);
-    target_fail(t, msg);
+    target_fail(&t, msg);
 }
 
 /* ------------------------------------------------------------ CL.THROTTLE, GCRA */
@@ -147,7 +150,9 @@ static int64_t rate_slack_us(const weir_limit *l, int64_t hits)
     int64_t window_ns = l->window_us * NS_PER_US;
     if (window_ns % (int64_t)l->limit == 0)
         return 0;
-    return ((int64_t)l->burst * 2 + hits + NS_PER_US - 1) / NS_PER_US;
+    /* a quantity past the burst never fits: its times are the backlog's */
+    int64_t h = hits > (int64_t)l->burst ? (int64_t)l->burst : hits;
+    return ((int64_t)l->burst * 2 + h + NS_PER_US - 1) / NS_PER_US;
 }
 
 static void throttle_reply(call *k, const weir_key_outcome *o)
@@ -176,13 +181,12 @@ static void throttle_reply(call *k, const weir_key_outcome *o)
 
 static const call_ops throttle_ops = {NULL, on_expired, NULL, throttle_reply};
 
-static weir_status refusal_text(resp_conn *c, weir_status st, char *msg)
+static void refusal_text(resp_conn *c, weir_status st, char *msg)
 {
     (void)c;
     snprintf(msg, 256, "ERR %s",
              st == WEIR_ERANGE ? "the limit is out of the range the store can hold"
                                : weir_strerror(st));
-    return st;
 }
 
 /* Decides quantity @hits of GCRA (@max_burst + 1 at once, @count per
@@ -229,7 +233,7 @@ static void decide_gcra(resp_conn *c, const weir_resp_arg *key, int64_t max_burs
         return;
     }
     memcpy(k->data, &th, sizeof(th));
-    start(k, k->data, refusal_text);
+    start(k, refusal_text);
 }
 
 void resp_cl_throttle(resp_conn *c, const weir_resp_arg *argv, size_t argc)
@@ -250,7 +254,8 @@ void resp_cl_throttle(resp_conn *c, const weir_resp_arg *argv, size_t argc)
         weir_resp_errorf(resp_out(c), "Cell error: the period is past 100 years");
         return;
     }
-    decide_gcra(c, &argv[1], v[0], v[1], v[2] * US_PER_S, v[3], true);
+    /* a negative period is refused below, whatever its size */
+    decide_gcra(c, &argv[1], v[0], v[1], v[2] < 0 ? -1 : v[2] * US_PER_S, v[3], true);
 }
 
 void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc)
@@ -350,16 +355,15 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
 
 static const call_ops check_ops = {check_reply, on_expired, NULL, NULL};
 
-static weir_status engine_refusal(resp_conn *c, weir_status st, char *msg)
+static void engine_refusal(resp_conn *c, weir_status st, char *msg)
 {
     weir_refusal why = weir_engine_refusal(c->base.w->reader);
     if (st == WEIR_ENOMEM || why.code == WEIR_REFUSAL_NO_MEMORY) {
         snprintf(msg, 256, "ERR out of memory");
-        return st;
+        return;
     }
     memcpy(msg, "ERR ", 4);
     weir_refusal_text(why, msg + 4, 252);
-    return st;
 }
 
 /* The request of WEIR.CHECK's arguments into the worker's scratch; NULL
@@ -452,7 +456,7 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
         return;
     }
     memcpy(k->data, &cc, sizeof(cc));
-    start(k, k->data, engine_refusal);
+    start(k, engine_refusal);
 }
 
 void resp_weir_check(resp_conn *c, const weir_resp_arg *argv, size_t argc)

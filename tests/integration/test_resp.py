@@ -336,6 +336,18 @@ def test_cl_throttle_refuses_what_redis_cell_would_compute_with(w):
         assert c.call("CL.THROTTLE", "k" * 4001, 1, 1, 60) == \
             Err("Cell error: the key must be 1 to 4000 bytes")
         assert c.call("CL.THROTTLE", "k" * 4000, 1, 1, 60) == [0, 2, 1, -1, 60]
+        # the extremes of int64 are refused, not computed with (UBSan watches)
+        lo, hi = -(2 ** 63), 2 ** 63 - 1
+        assert c.call("CL.THROTTLE", "n", 1, 1, lo) == \
+            Err("Cell error: the period must not be negative")
+        assert c.call("CL.THROTTLE", "n", 1, lo, 60) == \
+            Err("Cell error: the count must not be negative")
+        assert c.call("CL.THROTTLE", "n", 1, 1, hi) == \
+            Err("Cell error: the period is past 100 years")
+        for args in ((hi, 1, 60), (1, hi, 60)):
+            r = c.call("CL.THROTTLE", "n", *args)
+            assert isinstance(r, Err) and r.startswith("Cell error: the rate is out of range"), r
+        assert c.call("CL.THROTTLE", "huge", 3, 1, 3, hi) == [1, 4, 4, -1, 0]
 
 
 def test_cl_throttle_and_gcra_share_a_key(w):

@@ -226,6 +226,7 @@ static void cmd_auth(resp_conn *c, const weir_resp_arg *argv, size_t argc)
         return;
     }
     c->authed = true;
+    weir_resp_parser_preauth(c->parser, false);
     weir_resp_simple(resp_out(c), "OK");
 }
 
@@ -306,8 +307,10 @@ static void cmd_hello(resp_conn *c, const weir_resp_arg *argv, size_t argc)
     }
     if (name && !set_name(c, name))
         return;
-    if (user)
+    if (user) {
         c->authed = true;
+        weir_resp_parser_preauth(c->parser, false);
+    }
     c->resp3 = resp3;
     weir_buf *b = resp_out(c);
     weir_resp_map(b, 7, resp3);

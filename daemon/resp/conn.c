@@ -305,6 +305,7 @@ static void resp_accept(listener *l)
     }
     c->id = resp_next_client_id(srv);
     c->authed = !srv->opt.resp_password[0];
+    weir_resp_parser_preauth(c->parser, !c->authed);
     uv_tcp_nodelay(&c->base.tcp, 1);
     arm(c, T_IDLE, srv->opt.resp_idle_timeout_ms);
     uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);

@@ -58,11 +58,17 @@ static const char msg_length_big[] = "Protocol error: too big bulk count string"
 static const char msg_length[] = "Protocol error: invalid bulk length";
 static const char msg_inline_big[] = "Protocol error: too big inline request";
 static const char msg_quotes[] = "Protocol error: unbalanced quotes in request";
+/* Before AUTH, Redis's own tighter caps and words (networking.c). */
+#define PREAUTH_MAX_ARGS 10u
+#define PREAUTH_MAX_BULK 16384u
+static const char msg_preauth_count[] = "Protocol error: unauthenticated multibulk length";
+static const char msg_preauth_length[] = "Protocol error: unauthenticated bulk length";
 /* The byte between the last quotes is replaced by the one found. */
 static const char msg_expected[] = "Protocol error: expected '$', got ' '";
 
 struct weir_resp_parser {
     weir_resp_limits lim;
+    bool preauth; /* weir_resp_parser_preauth() */
     enum resp_state state;
 
     /* Where the current command starts in the bytes given: after the
@@ -106,6 +112,11 @@ weir_resp_parser *weir_resp_parser_new(const weir_resp_limits *lim)
     p->words = (char *)(p->off + lim->max_args);
     p->state = ST_START;
     return p;
+}
+
+void weir_resp_parser_preauth(weir_resp_parser *p, bool on)
+{
+    p->preauth = on;
 }
 
 void weir_resp_parser_free(weir_resp_parser *p)
@@ -359,6 +370,8 @@ static enum resp_step step(weir_resp_parser *p, const char *d, size_t n, size_t 
                 return STEP_MORE;
             if (!parse_ll(d + 1, end - 1, &v) || (v > 0 && (uint64_t)v > p->lim.max_args))
                 return fail(p, msg_count);
+            if (p->preauth && v > (int64_t)PREAUTH_MAX_ARGS)
+                return fail(p, msg_preauth_count);
             if (v <= 0) {
                 *size = end + 2;
                 return STEP_DONE;
@@ -381,6 +394,8 @@ static enum resp_step step(weir_resp_parser *p, const char *d, size_t n, size_t 
             if (!parse_ll(d + p->at + 1, end - p->at - 1, &v) || v < 0 ||
                 (uint64_t)v > p->lim.max_bulk)
                 return fail(p, msg_length);
+            if (p->preauth && v > (int64_t)PREAUTH_MAX_BULK)
+                return fail(p, msg_preauth_length);
             p->bulk = (size_t)v;
             p->at = end + 2;
             p->state = ST_DATA;

@@ -91,6 +91,13 @@ void weir_resp_parser_free(weir_resp_parser *p);
 weir_resp_result weir_resp_parse(weir_resp_parser *p, const char *data, size_t len, size_t *used,
                                  weir_resp_command *cmd, const char **error);
 
+/** A client not yet authenticated gets Redis's tighter caps on RESP
+ *  arrays: at most 10 arguments ("Protocol error: unauthenticated
+ *  multibulk length") of at most 16384 bytes ("... unauthenticated bulk
+ *  length"), whatever the limits; off (the default) lifts them. Takes
+ *  effect from the next count or length read. */
+void weir_resp_parser_preauth(weir_resp_parser *p, bool on);
+
 /** Forget any partial command and a sticky error: the next call starts on
  *  a command boundary. */
 void weir_resp_parser_reset(weir_resp_parser *p);

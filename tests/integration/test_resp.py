@@ -642,6 +642,18 @@ def test_command_before_auth_is_refused(w_auth):
             Err("WRONGPASS invalid username-password pair or user is disabled.")
         assert c.call("AUTH", "default", PASSWORD) == "OK"
         assert c.call("CL.THROTTLE", "noauth", 1, 1, 60) == [0, 2, 1, -1, 60]
+        # authenticated: Redis's caps before AUTH no longer apply
+        assert c.call("DEL", *[f"k{i}" for i in range(11)]) == 0
+
+
+def test_before_auth_redis_caps_apply(w_auth):
+    """As Redis: a client not yet authenticated may send at most 10
+    arguments of at most 16384 bytes in a RESP array."""
+    for raw, message in ((b"*11\r\n", b"unauthenticated multibulk length"),
+                         (b"*1\r\n$16385\r\n", b"unauthenticated bulk length")):
+        with Conn(w_auth.resp_port) as c:
+            c.send(raw)
+            assert c.read_until_closed(5) == b"-ERR Protocol error: " + message + b"\r\n"
 
 
 # ---------------------------------------------------------------- RESP3

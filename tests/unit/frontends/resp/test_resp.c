@@ -637,6 +637,37 @@ static void errors_are_sticky_until_reset(void **unused)
     weir_resp_parser_free(p);
 }
 
+/* Before AUTH: Redis's caps of 10 arguments and 16384-byte arguments on
+ * RESP arrays, in its words; inline commands keep the parser's; off lifts
+ * them. */
+static void preauth_caps(void **unused)
+{
+    (void)unused;
+    weir_resp_parser *p = make(64, 1u << 20, INLINE);
+    weir_resp_command cmd;
+    const char *err = NULL;
+    size_t used;
+    weir_resp_parser_preauth(p, true);
+    assert_int_equal(weir_resp_parse(p, T("*10\r\n"), &used, &cmd, &err), WEIR_RESP_NEED_MORE);
+    weir_resp_parser_reset(p);
+    assert_int_equal(weir_resp_parse(p, T("*11\r\n"), &used, &cmd, &err), WEIR_RESP_ERROR);
+    assert_string_equal(err, "Protocol error: unauthenticated multibulk length");
+    weir_resp_parser_reset(p);
+    assert_int_equal(weir_resp_parse(p, T("*1\r\n$16384\r\n"), &used, &cmd, &err),
+                     WEIR_RESP_NEED_MORE);
+    weir_resp_parser_reset(p);
+    assert_int_equal(weir_resp_parse(p, T("*1\r\n$16385\r\n"), &used, &cmd, &err), WEIR_RESP_ERROR);
+    assert_string_equal(err, "Protocol error: unauthenticated bulk length");
+    weir_resp_parser_reset(p);
+    assert_int_equal(weir_resp_parse(p, T("a b c d e f g h i j k l\r\n"), &used, &cmd, &err),
+                     WEIR_RESP_COMMAND);
+    assert_int_equal(cmd.argc, 12);
+    weir_resp_parser_preauth(p, false);
+    assert_int_equal(weir_resp_parse(p, T("*11\r\n$16385\r\n"), &used, &cmd, &err),
+                     WEIR_RESP_NEED_MORE);
+    weir_resp_parser_free(p);
+}
+
 static void new_and_free(void **unused)
 {
     (void)unused;
@@ -791,6 +822,7 @@ int main(void)
         cmocka_unit_test(any_split_gives_the_same_commands),
         cmocka_unit_test(progress_is_kept),
         cmocka_unit_test(errors_are_sticky_until_reset),
+        cmocka_unit_test(preauth_caps),
         cmocka_unit_test(new_and_free),
         cmocka_unit_test(replies),
         cmocka_unit_test(replies_at_the_cap),

@@ -328,6 +328,7 @@ static int start(server *s)
         }
     }
     weir_engine_options eo = {sizeof(eo), s->store, s->fallback, (uint32_t)s->opt.instances};
+    server_rules_counts counts = server_count_rules(rules);
     if (!server_set_rules_text(s, rules) ||
         weir_engine_new(s->ctx, &eo, rules, &s->engine) != WEIR_OK) {
         weir_rules_free(rules);
@@ -335,7 +336,7 @@ static int start(server *s)
         return 1;
     }
     metrics_reload(s->metrics, true);
-    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", "start", "path", s->opt.rules, NULL);
+    server_log_loaded(s, &counts, "start");
 
     s->workers = calloc(s->n_workers, sizeof(*s->workers));
     if (!s->workers || open_listeners(s) != 0)

@@ -104,6 +104,9 @@ static const option options[] = {
      AT(default_algorithm), "algorithm of limits that name none (docs/CONFIG.md)"},
     {"merge-domains", "WEIR_MERGE_DOMAINS", "BOOL", "false", K_BOOL, AT(merge_domains),
      "merge files that share a domain instead of refusing them"},
+    {"strict", "WEIR_STRICT", "BOOL", "false", K_BOOL, AT(strict),
+     "rule warnings (no domain loaded, an empty rate_limit, ...) are errors: the rules are "
+     "refused"},
     {"watch", "WEIR_WATCH", "BOOL", "true", K_BOOL, AT(watch),
      "reload when the rule files change (SIGHUP always reloads)"},
     {"headers", "WEIR_HEADERS", "LIST", "ietf,legacy,retry-after", K_HEADERS, AT(headers),
@@ -401,6 +404,25 @@ static bool on_loopback(const char *addr)
     return strcmp(host, "localhost") == 0;
 }
 
+/* envoyproxy/ratelimit's layout: with RUNTIME_ROOT set (and WEIR_RULES
+ * not), the rules are RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY
+ * (config by default), where upstream reads them; --rules still wins.
+ * False (printed) when that path is too long. */
+static bool runtime_root(serve_options *o, FILE *err)
+{
+    const char *root = getenv("RUNTIME_ROOT");
+    if (!root || !root[0] || getenv("WEIR_RULES"))
+        return true;
+    const char *sub = getenv("RUNTIME_SUBDIRECTORY"), *app = getenv("RUNTIME_APPDIRECTORY");
+    int n = snprintf(o->rules, sizeof(o->rules), "%s/%s%s%s", root, sub && sub[0] ? sub : "",
+                     sub && sub[0] ? "/" : "", app && app[0] ? app : "config");
+    if (n < 0 || (size_t)n >= sizeof(o->rules)) {
+        fprintf(err, "weir serve: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY: the path is too long\n");
+        return false;
+    }
+    return true;
+}
+
 int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done)
 {
     memset(o, 0, sizeof(*o));
@@ -422,6 +444,8 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
             return 2;
         }
     }
+    if (!runtime_root(o, err))
+        return 2;
     bool cleared_check = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -441,6 +465,9 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
             return 2;
         }
         const char *v = eq ? eq + 1 : NULL;
+        /* a switch alone (--strict) is true; --strict false still works */
+        if (!v && opt->kind == K_BOOL && (i + 1 >= argc || strncmp(argv[i + 1], "--", 2) == 0))
+            v = "true";
         if (!v) {
             if (i + 1 >= argc) {
                 fprintf(err, "weir serve: --%s needs a value (%s)\n", opt->flag, opt->metavar);

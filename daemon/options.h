@@ -44,6 +44,7 @@ typedef struct serve_options {
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;
+    bool strict; /* rule warnings are errors */
     bool watch;
     uint64_t max_connections;
     uint64_t max_header_bytes;

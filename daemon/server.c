@@ -81,6 +81,46 @@ static bool rules_fit_store(server *s, const weir_rules *rules)
     return bad == 0;
 }
 
+server_rules_counts server_count_rules(const weir_rules *rules)
+{
+    server_rules_counts c = {weir_rules_domain_count(rules), weir_rules_rule_count(rules),
+                             weir_rules_limit_count(rules)};
+    return c;
+}
+
+void server_log_loaded(server *s, const server_rules_counts *c, const char *why)
+{
+    char d[24], r[24], l[24];
+    snprintf(d, sizeof(d), "%zu", c->domains);
+    snprintf(r, sizeof(r), "%zu", c->descriptors);
+    snprintf(l, sizeof(l), "%zu", c->limits);
+    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, "domains", d,
+         "descriptors", r, "limits", l, NULL);
+}
+
+/* Logs the load's warnings (rules that load but likely do not do what
+ * was meant); false when --strict makes them errors. */
+static bool warnings_pass(server *s, const weir_rules *rules)
+{
+    size_t n = weir_rules_warning_count(rules);
+    for (size_t i = 0; i < n; i++) {
+        const weir_rules_error *w = weir_rules_warning_at(rules, i);
+        char line[16], col[16];
+        snprintf(line, sizeof(line), "%u", w->line);
+        snprintf(col, sizeof(col), "%u", w->column);
+        dlog(s->opt.strict ? WEIR_LOG_ERROR : WEIR_LOG_WARN, "rules_warning", "file", w->file,
+             "line", line, "column", col, "warning", w->message, NULL);
+    }
+    if (n && s->opt.strict) {
+        char count[24];
+        snprintf(count, sizeof(count), "%zu", n);
+        dlog(WEIR_LOG_ERROR, "rules_rejected", "reason", "warnings, and --strict", "warnings",
+             count, NULL);
+        return false;
+    }
+    return true;
+}
+
 weir_rules *server_load_rules(server *s)
 {
     weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0,
@@ -95,7 +135,7 @@ weir_rules *server_load_rules(server *s)
     if (st != WEIR_OK)
         log_rule_errors(errs, n, st, s->opt.rules);
     free(errs);
-    if (st == WEIR_OK && !rules_fit_store(s, rules)) {
+    if (st == WEIR_OK && (!rules_fit_store(s, rules) || !warnings_pass(s, rules))) {
         weir_rules_free(rules);
         return NULL;
     }
@@ -168,6 +208,7 @@ bool server_reload(server *s, const char *why)
         dlog(WEIR_LOG_DEBUG, "rules_unchanged", "reason", why, NULL);
         return true;
     }
+    server_rules_counts counts = server_count_rules(rules);
     if (weir_engine_reload(s->engine, rules) != WEIR_OK) {
         weir_buf_free(&text);
         weir_rules_free(rules);
@@ -177,6 +218,6 @@ bool server_reload(server *s, const char *why)
     }
     swap_rules_text(s, &text);
     metrics_reload(s->metrics, true);
-    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, NULL);
+    server_log_loaded(s, &counts, why);
     return true;
 }

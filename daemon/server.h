@@ -65,6 +65,15 @@ void server_rules_text(server *s, weir_buf *out);
 /** Load the rule path; NULL (the errors logged) when it is not valid. */
 weir_rules *server_load_rules(server *s);
 
+/** What a load holds, for its log line (the rules may be gone by then). */
+typedef struct server_rules_counts {
+    size_t domains, descriptors, limits;
+} server_rules_counts;
+server_rules_counts server_count_rules(const weir_rules *rules);
+/** event=rules_loaded with the counts (0 domains: every request is
+ *  allowed, and a warning said so already). */
+void server_log_loaded(server *s, const server_rules_counts *c, const char *why);
+
 /** Make @rules' /v1/rules text the one served; false when out of memory. */
 bool server_set_rules_text(server *s, const weir_rules *rules);
 

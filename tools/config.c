@@ -22,22 +22,25 @@ typedef struct config_args {
     const char *verb;
     const char *path;
     weir_rules_options opts;
+    bool strict;
 } config_args;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: weir config check|print [--merge] [--default-algorithm NAME] PATH\n"
-               "\n"
-               "  check   load PATH (a rule file, or a directory of *.yaml / *.yml) and print\n"
-               "          every problem as file:line:column: message (exit 1), or a\n"
-               "          summary of the domains and rules (exit 0)\n"
-               "  print   print the compiled rules, one line per limit\n"
-               "\n"
-               "  --merge                   files of one domain merge instead of being an error\n"
-               "  --default-algorithm NAME  algorithm of limits without `algorithm:`\n"
-               "                            (default fixed_window, upstream's)\n"
-               "\n"
-               "example: weir config check examples/rules.yaml\n");
+    fprintf(f,
+            "usage: weir config check|print [--merge] [--strict] [--default-algorithm NAME] PATH\n"
+            "\n"
+            "  check   load PATH (a rule file, or a directory of *.yaml / *.yml) and print\n"
+            "          every problem as file:line:column: message (exit 1), or a\n"
+            "          summary of the domains and rules (exit 0)\n"
+            "  print   print the compiled rules, one line per limit\n"
+            "\n"
+            "  --merge                   files of one domain merge instead of being an error\n"
+            "  --strict                  warnings fail the check too (exit 1): for CI\n"
+            "  --default-algorithm NAME  algorithm of limits without `algorithm:`\n"
+            "                            (default fixed_window, upstream's)\n"
+            "\n"
+            "example: weir config check examples/rules.yaml\n");
 }
 
 static int parse_args(int argc, char **argv, config_args *a)
@@ -50,6 +53,8 @@ static int parse_args(int argc, char **argv, config_args *a)
             return 0;
         } else if (strcmp(argv[i], "--merge") == 0) {
             a->opts.merge_domains = true;
+        } else if (strcmp(argv[i], "--strict") == 0) {
+            a->strict = true;
         } else if (strcmp(argv[i], "--default-algorithm") == 0 && i + 1 < argc) {
             if (weir_algorithm_parse(argv[++i], &a->opts.default_algorithm) != WEIR_OK) {
                 fprintf(stderr, "weir config: unknown algorithm '%s'\n", argv[i]);
@@ -115,12 +120,32 @@ int weir_cli_config(int argc, char **argv)
     }
     free(errs);
 
+    /* rules that load but likely do not do what was meant */
+    size_t nw = weir_rules_warning_count(rules);
+    for (size_t i = 0; i < nw; i++) {
+        const weir_rules_error *w = weir_rules_warning_at(rules, i);
+        if (w->line)
+            fprintf(stderr, "%s:%u:%u: warning: %s\n", w->file, w->line, w->column, w->message);
+        else
+            fprintf(stderr, "%s: warning: %s\n", w->file, w->message);
+    }
+    if (a.strict && nw > 0) {
+        fprintf(stderr, "%s: %zu warning%s, and --strict: not accepted\n", a.path, nw,
+                nw == 1 ? "" : "s");
+        weir_rules_free(rules);
+        weir_ctx_free(ctx);
+        return 1;
+    }
+
     if (strcmp(a.verb, "check") == 0) {
         size_t nd = weir_rules_domain_count(rules);
-        printf("%s: ok: %zu domain%s, %zu descriptor%s, %zu limit%s\n", a.path, nd,
+        printf("%s: ok: %zu domain%s, %zu descriptor%s, %zu limit%s", a.path, nd,
                nd == 1 ? "" : "s", weir_rules_rule_count(rules),
                weir_rules_rule_count(rules) == 1 ? "" : "s", weir_rules_limit_count(rules),
                weir_rules_limit_count(rules) == 1 ? "" : "s");
+        if (nw)
+            printf(", %zu warning%s", nw, nw == 1 ? "" : "s");
+        printf("\n");
         for (size_t i = 0; i < nd; i++) {
             const weir_rules_domain *d = weir_rules_domain_at(rules, i);
             printf("  domain %s: %zu top-level descriptor%s\n", weir_rules_domain_name(d),

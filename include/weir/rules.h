@@ -214,6 +214,19 @@ WEIR_API weir_status weir_rules_parse(weir_ctx *ctx, const char *name, const voi
                                       weir_rules_error *errors, size_t max_errors,
                                       size_t *n_errors);
 
+/**
+ * Warnings of a load that succeeded: rules that are valid but likely not
+ * what was meant, each with its file, line and column (0 when it concerns
+ * the whole load): no domain loaded (every request is allowed; with a
+ * hint when the path holds upstream's RUNTIME_ROOT layout), an empty
+ * `rate_limit:` (it limits nothing), a limit without `requests_per_unit`
+ * (a ban: every request is denied), the leaky bucket shaper (its delay
+ * reaches only weir's own HTTP API). Since 0.2.
+ */
+WEIR_API size_t weir_rules_warning_count(const weir_rules *rules);
+/** The i-th warning in the order found, or NULL when out of range. */
+WEIR_API const weir_rules_error *weir_rules_warning_at(const weir_rules *rules, size_t i);
+
 /** Free loaded rules. NULL is a no-op. No accessor result may be used
  *  afterwards. */
 WEIR_API void weir_rules_free(weir_rules *rules);

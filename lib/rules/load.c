@@ -241,6 +241,55 @@ static void load_dir(rules_loader *ld, const char *path)
     weir__free(ctx, names);
 }
 
+/* Whether @dir holds a rule file (a *.yaml or *.yml entry). */
+static bool holds_rules(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *de;
+    while (!found && (de = readdir(d)) != NULL)
+        found = rule_file_name(de->d_name);
+    closedir(d);
+    return found;
+}
+
+/* A load that found no domain allows every request: said loudly, with
+ * the directory that holds the rules when @path is upstream's
+ * RUNTIME_ROOT (or RUNTIME_ROOT/RUNTIME_SUBDIRECTORY) and the files are in
+ * its config/ below, where upstream reads them. */
+static void warn_no_domain(rules_loader *ld, const char *path)
+{
+    const weir_ctx *ctx = ld->rules->ctx;
+    char *hint = join(ctx, path, "config");
+    bool found = hint && holds_rules(hint);
+    DIR *d = found || !hint ? NULL : opendir(path);
+    struct dirent *de;
+    while (d && !found && (de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.')
+            continue;
+        char *sub = join(ctx, path, de->d_name);
+        weir__free(ctx, hint);
+        hint = sub ? join(ctx, sub, "config") : NULL;
+        weir__free(ctx, sub);
+        found = hint && holds_rules(hint);
+    }
+    if (d)
+        closedir(d);
+    if (found)
+        weir__rules_warn(ld, path, 0, 0,
+                         "no domain loaded: every request is allowed; the rule files are in %s "
+                         "(upstream's RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config layout): use "
+                         "--rules %s",
+                         hint, hint);
+    else
+        weir__rules_warn(ld, path, 0, 0,
+                         "no domain loaded: every request is allowed (no *.yaml or *.yml file "
+                         "with a domain here)");
+    weir__free(ctx, hint);
+}
+
 weir_status weir_rules_load(weir_ctx *ctx, const char *path, const weir_rules_options *opts,
                             weir_rules **out, weir_rules_error *errors, size_t max_errors,
                             size_t *n_errors)
@@ -260,5 +309,7 @@ weir_status weir_rules_load(weir_ctx *ctx, const char *path, const weir_rules_op
         load_dir(&ld, path);
     else
         load_file(&ld, path);
+    if (!ld.nomem && ld.n_errors == 0 && ld.rules->n_domains == 0)
+        warn_no_domain(&ld, path);
     return end(&ld, out, n_errors);
 }

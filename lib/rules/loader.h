@@ -54,6 +54,11 @@ struct weir_rules_domain {
     weir_rules_domain *next;
 };
 
+typedef struct rules_warning {
+    weir_rules_error w;
+    struct rules_warning *next;
+} rules_warning;
+
 struct weir_rules {
     weir_ctx *ctx;
     rules_chunk *chunks;
@@ -64,6 +69,10 @@ struct weir_rules {
     size_t n_rules;
     size_t n_limits;
     uint64_t next_seq;
+    /* warnings of the load (weir_rules_warning_at()), in the order found */
+    rules_warning *first_warning, *last_warning;
+    weir_rules_error **warnings;
+    size_t n_warnings;
 };
 
 /* The state of one load: where errors go and the caps in force. */
@@ -89,6 +98,9 @@ char *weir__rules_strndup(rules_loader *ld, const char *s, size_t len);
 /* Record a problem; line/column 1-based (0 = none). */
 void weir__rules_error(rules_loader *ld, const char *file, uint64_t line, uint64_t column,
                        const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Record a warning: valid, but likely not what was meant. */
+void weir__rules_warn(rules_loader *ld, const char *file, uint64_t line, uint64_t column,
+                      const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* A document's domain and descriptors, once read: merged with an existing
  * domain of that name or reported as a duplicate, per the options. */
 void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file, uint32_t line,

@@ -358,6 +358,20 @@ static void algo_list(char *buf, size_t cap)
     }
 }
 
+/* Warnings of a valid limit that likely does not do what was meant. */
+static void warn_limit(yp *p, const weir_rule_limit *l, pos at, bool has_rpu)
+{
+    if (!has_rpu)
+        weir__rules_warn(p->ld, p->file, at.line, at.col,
+                         "no 'requests_per_unit': the limit is 0, a ban (every request that "
+                         "matches is denied); write requests_per_unit: 0 if that is meant");
+    if (l->algorithm == WEIR_ALGO_LEAKY_SHAPER)
+        weir__rules_warn(p->ld, p->file, at.line, at.col,
+                         "leaky_bucket_shaper: the wait it asks for reaches clients only in "
+                         "weir's HTTP API (delay_ms); Envoy's protocol has no way to make a "
+                         "request wait, so through Envoy it admits at once");
+}
+
 /* Reads one rate_limit mapping (the current event) into a new limit.
  * Returns the limit, NULL when it was reported or the parser died. */
 static weir_rule_limit *read_rate_limit(yp *p)
@@ -537,6 +551,7 @@ static weir_rule_limit *read_rate_limit(yp *p)
                 (long long)l->window_us, (unsigned long long)l->burst, l->sub_windows);
             return NULL;
         }
+        warn_limit(p, l, start, (seen & (UINT64_C(1) << RL_RPU)) != 0);
     }
     return l;
 }
@@ -682,7 +697,11 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
         case D_RATE_LIMIT:
             if (seen & (UINT64_C(1) << D_RATE_LIMITS))
                 ERR(p, key_at, "use either 'rate_limit' or 'rate_limits', not both");
-            else if (!is_null(p) && !add_limit(p, &ltail, &n_limits))
+            else if (is_null(p))
+                weir__rules_warn(ld, p->file, key_at.line, key_at.col,
+                                 "empty 'rate_limit': this descriptor limits nothing (give it a "
+                                 "unit and requests_per_unit, or remove it)");
+            else if (!add_limit(p, &ltail, &n_limits))
                 return false;
             break;
         case D_RATE_LIMITS:

@@ -77,20 +77,44 @@ static uint32_t clamp_u32(uint64_t v)
     return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
+static void fill(weir_rules_error *e, const char *file, uint64_t line, uint64_t column,
+                 const char *fmt, va_list ap)
+{
+    snprintf(e->file, sizeof(e->file), "%s", file ? file : "");
+    e->line = clamp_u32(line);
+    e->column = clamp_u32(column);
+    vsnprintf(e->message, sizeof(e->message), fmt, ap);
+}
+
 void weir__rules_error(rules_loader *ld, const char *file, uint64_t line, uint64_t column,
                        const char *fmt, ...)
 {
     size_t i = ld->n_errors++;
     if (i >= ld->max_errors)
         return;
-    weir_rules_error *e = &ld->errors[i];
-    snprintf(e->file, sizeof(e->file), "%s", file ? file : "");
-    e->line = clamp_u32(line);
-    e->column = clamp_u32(column);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(e->message, sizeof(e->message), fmt, ap);
+    fill(&ld->errors[i], file, line, column, fmt, ap);
     va_end(ap);
+}
+
+void weir__rules_warn(rules_loader *ld, const char *file, uint64_t line, uint64_t column,
+                      const char *fmt, ...)
+{
+    rules_warning *rw = weir__rules_alloc(ld, sizeof(*rw));
+    if (!rw)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fill(&rw->w, file, line, column, fmt, ap);
+    va_end(ap);
+    weir_rules *r = ld->rules;
+    if (r->last_warning)
+        r->last_warning->next = rw;
+    else
+        r->first_warning = rw;
+    r->last_warning = rw;
+    r->n_warnings++;
 }
 
 void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file, uint32_t line,
@@ -237,6 +261,13 @@ static void name_limits(rules_loader *ld, const char *domain, weir_rule **nodes,
 void weir__rules_finish(rules_loader *ld)
 {
     weir_rules *r = ld->rules;
+    if (r->n_warnings) {
+        if (!(r->warnings = weir__rules_alloc(ld, r->n_warnings * sizeof(*r->warnings))))
+            return;
+        size_t k = 0;
+        for (rules_warning *w = r->first_warning; w; w = w->next)
+            r->warnings[k++] = &w->w;
+    }
     r->domains = weir__rules_alloc(ld, (r->n_domains ? r->n_domains : 1) * sizeof(*r->domains));
     if (!r->domains)
         return;
@@ -288,6 +319,16 @@ size_t weir_rules_rule_count(const weir_rules *rules)
 size_t weir_rules_limit_count(const weir_rules *rules)
 {
     return rules ? rules->n_limits : 0;
+}
+
+size_t weir_rules_warning_count(const weir_rules *rules)
+{
+    return rules ? rules->n_warnings : 0;
+}
+
+const weir_rules_error *weir_rules_warning_at(const weir_rules *rules, size_t i)
+{
+    return rules && i < rules->n_warnings ? rules->warnings[i] : NULL;
 }
 
 size_t weir_rules_domain_count(const weir_rules *rules)

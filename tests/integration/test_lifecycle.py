@@ -5,6 +5,7 @@ across reloads, and the SIGTERM drain.
 """
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -307,13 +308,14 @@ def test_port_of_a_stopped_instance_is_free_again(weir_factory, tmp_path):
     assert second.get("/healthz").status == 200
 
 
-def test_default_start_warns_of_nothing(tmp_path):
-    # every listener on (on free ports), the rest the defaults: no warning
-    path = tmp_path / "rules.yaml"
-    path.write_text(rules())
-    p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0",
-                          "--resp", "127.0.0.1:0", "--threads", "1", "--rules", str(path)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def start_log(argv, env=None):
+    """Start weir serve with @argv, read its log up to event=listening (or
+    its exit), stop it with SIGTERM; (exit code, the whole log)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
+    full_env.update(env or {})
+    p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+                          "--threads", "1"] + argv, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, env=full_env)
     lines = []
     try:
         for line in p.stderr:
@@ -321,10 +323,64 @@ def test_default_start_warns_of_nothing(tmp_path):
             if "event=listening" in lines[-1]:
                 break
     finally:
-        p.send_signal(signal.SIGTERM)
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
         rest = p.communicate(timeout=10)[1].decode()
-    log = "".join(lines) + rest
-    assert p.returncode == 0, log
+    return p.returncode, "".join(lines) + rest
+
+
+WARNED = """\
+domain: api
+descriptors:
+  - key: user
+    rate_limit:
+  - key: ip
+    rate_limit: {unit: minute}
+"""
+
+
+def test_rule_warnings_are_logged_and_strict_refuses_them(tmp_path):
+    path = tmp_path / "rules.yaml"
+    path.write_text(WARNED)
+    rc, log = start_log(["--rules", str(path)])
+    assert rc == 0, log
+    assert log.count("level=warn event=rules_warning") == 2, log
+    assert re.search(r"line=4 column=5 warning=\"empty 'rate_limit'", log), log
+    assert re.search(r"line=6 column=17 warning=\"no 'requests_per_unit'", log), log
+    assert "event=rules_loaded reason=start" in log and "domains=1 descriptors=2 limits=1" in log
+    rc, log = start_log(["--rules", str(path), "--strict"])
+    assert rc == 1, log
+    assert "event=rules_rejected" in log and "event=listening" not in log, log
+    # no domain at all: every request would be allowed
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, log = start_log(["--rules", str(empty)])
+    assert rc == 0 and "warning=\"no domain loaded: every request is allowed" in log, log
+    assert "domains=0" in log
+
+
+def test_upstream_runtime_root_layout(tmp_path):
+    """RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, as envoyproxy/ratelimit reads
+    it, when no --rules (or WEIR_RULES) is given; a --rules at the root says
+    where the files are."""
+    config = tmp_path / "runtime" / "ratelimit" / "config"
+    config.mkdir(parents=True)
+    (config / "api.yaml").write_text(rules())
+    env = {"RUNTIME_ROOT": str(tmp_path / "runtime"), "RUNTIME_SUBDIRECTORY": "ratelimit"}
+    rc, log = start_log([], env)
+    assert rc == 0, log
+    assert f"path={config} domains=1" in log, log
+    rc, log = start_log(["--rules", str(tmp_path / "runtime")])
+    assert rc == 0, log
+    assert f"use --rules {config}" in log, log
+
+
+def test_default_start_warns_of_nothing(tmp_path):
+    # every listener on (on free ports), the rest the defaults: no warning
+    path = tmp_path / "rules.yaml"
+    path.write_text(rules())
+    rc, log = start_log(["--grpc", "127.0.0.1:0", "--resp", "127.0.0.1:0", "--rules", str(path)])
+    assert rc == 0, log
     assert "event=listening" in log
     assert "level=warn" not in log and "level=error" not in log, log
 

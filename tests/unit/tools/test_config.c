@@ -1,6 +1,7 @@
 /*
  * test_config.c - `weir config check|print`: exit codes for good rules, bad
- * rules, a missing path and bad arguments.
+ * rules, warnings with and without --strict, a missing path and bad
+ * arguments.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -58,6 +59,28 @@ static void good_rules(void **unused)
     free(p);
 }
 
+/* Warnings leave the check passing, unless --strict. */
+static void warnings_and_strict(void **unused)
+{
+    (void)unused;
+    char *p = write_temp("domain: d\n"
+                         "descriptors:\n"
+                         "  - key: k\n"
+                         "    rate_limit: {unit: minute}\n");
+    assert_int_equal(run("check", p, NULL), 0);
+    assert_int_equal(run("check", p, "--strict"), 1);
+    assert_int_equal(run("print", p, "--strict"), 1);
+    unlink(p);
+    free(p);
+    char *q = write_temp("domain: d\n"
+                         "descriptors:\n"
+                         "  - key: k\n"
+                         "    rate_limit: {unit: minute, requests_per_unit: 5}\n");
+    assert_int_equal(run("check", q, "--strict"), 0);
+    unlink(q);
+    free(q);
+}
+
 static void bad_rules(void **unused)
 {
     (void)unused;
@@ -88,6 +111,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(good_rules),
         cmocka_unit_test(bad_rules),
+        cmocka_unit_test(warnings_and_strict),
         cmocka_unit_test(bad_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -104,6 +104,9 @@ static const option options[] = {
      AT(default_algorithm), "algorithm of limits that name none (docs/CONFIG.md)"},
     {"merge-domains", "WEIR_MERGE_DOMAINS", "BOOL", "false", K_BOOL, AT(merge_domains),
      "merge files that share a domain instead of refusing them"},
+    {"shadow-mode", "WEIR_SHADOW_MODE", "BOOL", "false", K_BOOL, AT(shadow_mode),
+     "every descriptor in shadow mode: counted and reported, never denied (upstream's "
+     "SHADOW_MODE)"},
     {"strict", "WEIR_STRICT", "BOOL", "false", K_BOOL, AT(strict),
      "rule warnings (no domain loaded, an empty rate_limit, ...) are errors: the rules are "
      "refused"},
@@ -404,23 +407,10 @@ static bool on_loopback(const char *addr)
     return strcmp(host, "localhost") == 0;
 }
 
-/* envoyproxy/ratelimit's layout: with RUNTIME_ROOT set (and WEIR_RULES
- * not), the rules are RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY
- * (config by default), where upstream reads them; --rules still wins.
- * False (printed) when that path is too long. */
-static bool runtime_root(serve_options *o, FILE *err)
+bool serve_options_set(serve_options *o, const char *flag, const char *value)
 {
-    const char *root = getenv("RUNTIME_ROOT");
-    if (!root || !root[0] || getenv("WEIR_RULES"))
-        return true;
-    const char *sub = getenv("RUNTIME_SUBDIRECTORY"), *app = getenv("RUNTIME_APPDIRECTORY");
-    int n = snprintf(o->rules, sizeof(o->rules), "%s/%s%s%s", root, sub && sub[0] ? sub : "",
-                     sub && sub[0] ? "/" : "", app && app[0] ? app : "config");
-    if (n < 0 || (size_t)n >= sizeof(o->rules)) {
-        fprintf(err, "weir serve: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY: the path is too long\n");
-        return false;
-    }
-    return true;
+    const option *opt = find(flag, strlen(flag));
+    return opt && set(o, opt, value, true);
 }
 
 int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done)
@@ -432,6 +422,9 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
             fprintf(err, "weir serve: bad built-in default for --%s\n", options[i].flag);
             return 2;
         }
+    /* upstream's variables, then weir's (which win), then the flags */
+    if (!serve_options_upstream(o, err))
+        return 2;
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const char *v = getenv(options[i].env);
         if (!v)
@@ -444,8 +437,6 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
             return 2;
         }
     }
-    if (!runtime_root(o, err))
-        return 2;
     bool cleared_check = false;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

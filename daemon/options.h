@@ -44,7 +44,8 @@ typedef struct serve_options {
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;
-    bool strict; /* rule warnings are errors */
+    bool strict;      /* rule warnings are errors */
+    bool shadow_mode; /* every descriptor in shadow mode (upstream's SHADOW_MODE) */
     bool watch;
     uint64_t max_connections;
     uint64_t max_header_bytes;
@@ -75,6 +76,21 @@ typedef struct serve_options {
  * @out (then *done is set), 2 after an error was printed to @err.
  */
 int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE *err, bool *done);
+
+/** Set the setting of flag @flag (without "--") from @value, as the flag
+ *  would; false for an unknown flag or a value it does not take. */
+bool serve_options_set(serve_options *o, const char *flag, const char *value);
+
+/**
+ * serve_options_upstream() - envoyproxy/ratelimit's environment (HOST,
+ * PORT, GRPC_HOST, GRPC_PORT, LOG_LEVEL, LOG_FORMAT, MERGE_DOMAIN_CONFIG,
+ * SHADOW_MODE, LIMIT_RESPONSE_HEADERS_ENABLED, REDIS_SOCKET_TYPE,
+ * REDIS_URL, REDIS_AUTH, REDIS_TLS, RUNTIME_ROOT, ...) read into @o, for
+ * a deployment moved over as it is (docs/ENVOY.md maps each). Applied
+ * after the defaults and before WEIR_* variables and flags, which win.
+ * Returns false after printing to @err a variable it cannot take.
+ */
+bool serve_options_upstream(serve_options *o, FILE *err);
 
 /** Write --help. */
 void serve_options_usage(FILE *f);

@@ -124,7 +124,7 @@ static bool warnings_pass(server *s, const weir_rules *rules)
 weir_rules *server_load_rules(server *s)
 {
     weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0,
-                             0,          s->opt.failure_mode};
+                             0,          s->opt.failure_mode,  s->opt.shadow_mode};
     weir_rules_error *errs = calloc(MAX_LOGGED_ERRORS, sizeof(*errs));
     if (!errs)
         return NULL;

@@ -151,6 +151,10 @@ typedef struct weir_rules_options {
     /** The failure mode of limits without `failure_mode:` (default allow,
      *  upstream's behaviour). */
     weir_failure_mode default_failure_mode;
+    /** Since 0.2. Every descriptor in shadow mode, as if each said
+     *  `shadow_mode: true` (upstream's global SHADOW_MODE): decisions are
+     *  counted and reported ("would deny") and never deny. */
+    bool shadow_mode;
 } weir_rules_options;
 
 /** One problem found while loading. */

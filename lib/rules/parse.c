@@ -666,6 +666,8 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
     n->line = (uint32_t)(start.line > UINT32_MAX ? UINT32_MAX : start.line);
     n->column = (uint32_t)(start.col > UINT32_MAX ? UINT32_MAX : start.col);
     n->seq = ld->rules->next_seq++;
+    if (ld->opts.shadow_mode)
+        n->flags |= WEIR_RULE_SHADOW_MODE; /* upstream's global SHADOW_MODE */
     lim_item *limits = NULL, **ltail = &limits;
     size_t n_limits = 0;
     rule_list children = {NULL, NULL, 0};

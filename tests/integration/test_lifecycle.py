@@ -359,6 +359,17 @@ def test_rule_warnings_are_logged_and_strict_refuses_them(tmp_path):
     assert "domains=0" in log
 
 
+def test_upstream_shadow_mode_and_port(weir_factory):
+    """envoyproxy/ratelimit's SHADOW_MODE=true: every limit counts and
+    reports, none denies; its PORT is weir's HTTP port unless a flag says
+    otherwise (the harness gives --http, which wins)."""
+    w = weir_factory(rules(keep=2), env={"SHADOW_MODE": "true", "PORT": "1"})
+    for _ in range(3):
+        assert take(w).status == 200
+    status = take(w).json()["statuses"][0]
+    assert status["shadow"] is True and status["would_deny"] is True, status
+
+
 def test_upstream_runtime_root_layout(tmp_path):
     """RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, as envoyproxy/ratelimit reads
     it, when no --rules (or WEIR_RULES) is given; a --rules at the root says

@@ -42,9 +42,31 @@ static int parse(serve_options *o, bool *done, char *err_text, size_t cap, ...)
 
 static void clear_env(void)
 {
-    static const char *const vars[] = {
-        "WEIR_HTTP",         "WEIR_THREADS", "WEIR_MAX_MEMORY", "WEIR_CHECK_HEADERS",
-        "WEIR_IDLE_TIMEOUT", "WEIR_HEADERS", "WEIR_LOG_FORMAT", "WEIR_DEFAULT_ALGORITHM"};
+    static const char *const vars[] = {"WEIR_HTTP",
+                                       "WEIR_THREADS",
+                                       "WEIR_MAX_MEMORY",
+                                       "WEIR_CHECK_HEADERS",
+                                       "WEIR_IDLE_TIMEOUT",
+                                       "WEIR_HEADERS",
+                                       "WEIR_LOG_FORMAT",
+                                       "WEIR_DEFAULT_ALGORITHM",
+                                       "HOST",
+                                       "PORT",
+                                       "GRPC_HOST",
+                                       "GRPC_PORT",
+                                       "LOG_LEVEL",
+                                       "LOG_FORMAT",
+                                       "MERGE_DOMAIN_CONFIG",
+                                       "SHADOW_MODE",
+                                       "LIMIT_RESPONSE_HEADERS_ENABLED",
+                                       "REDIS_URL",
+                                       "REDIS_AUTH",
+                                       "REDIS_SOCKET_TYPE",
+                                       "REDIS_TYPE",
+                                       "REDIS_TLS",
+                                       "RUNTIME_ROOT",
+                                       "RUNTIME_SUBDIRECTORY",
+                                       "RUNTIME_APPDIRECTORY"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -119,6 +141,66 @@ static void environment_then_flags(void **unused)
     assert_int_equal(o.default_algorithm, WEIR_ALGO_GCRA);
     assert_int_equal(o.request_timeout_ms, 120000);
     assert_int_equal(o.max_body_bytes, 1000);
+    clear_env();
+}
+
+/* envoyproxy/ratelimit's variables, read as weir's settings; weir's own
+ * variables and the flags win. */
+static void upstream_environment(void **unused)
+{
+    (void)unused;
+    serve_options o;
+    bool done;
+    char err[512];
+    clear_env();
+    setenv("HOST", "myhost", 1); /* without PORT: a shell's HOST, not read */
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.http, "127.0.0.1:8080");
+    setenv("PORT", "9090", 1);
+    setenv("HOST", "0.0.0.0", 1);
+    setenv("GRPC_PORT", "9091", 1);
+    setenv("LOG_LEVEL", "WARNING", 1);
+    setenv("LOG_FORMAT", "json", 1);
+    setenv("MERGE_DOMAIN_CONFIG", "true", 1);
+    setenv("SHADOW_MODE", "true", 1);
+    setenv("LIMIT_RESPONSE_HEADERS_ENABLED", "true", 1);
+    setenv("REDIS_URL", "localhost:6379", 1);
+    setenv("REDIS_AUTH", "user:p@ss/word", 1);
+    setenv("RUNTIME_ROOT", "/srv/runtime", 1);
+    setenv("RUNTIME_SUBDIRECTORY", "ratelimit", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.http, "0.0.0.0:9090");
+    assert_string_equal(o.grpc, "127.0.0.1:9091");
+    assert_int_equal(o.log_level, WEIR_LOG_WARN);
+    assert_true(o.log_json);
+    assert_true(o.merge_domains);
+    assert_true(o.shadow_mode);
+    assert_true(o.grpc_response_headers);
+    assert_string_equal(o.store, "redis://user:p%40ss%2Fword@localhost:6379");
+    assert_string_equal(o.rules, "/srv/runtime/ratelimit/config");
+    /* weir's variables win over upstream's, the flags over both */
+    setenv("WEIR_HTTP", "127.0.0.1:7070", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--rules", "r.yaml", NULL), 0);
+    assert_string_equal(o.http, "127.0.0.1:7070");
+    assert_string_equal(o.rules, "r.yaml");
+    clear_env();
+    setenv("REDIS_SOCKET_TYPE", "unix", 1);
+    setenv("REDIS_URL", "/run/redis.sock", 1);
+    setenv("REDIS_AUTH", "secret", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.store, "redis+unix://:secret@/run/redis.sock");
+    /* what weir cannot take is refused by name */
+    setenv("REDIS_TYPE", "CLUSTER", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_non_null(strstr(err, "REDIS_TYPE=CLUSTER"));
+    unsetenv("REDIS_TYPE");
+    setenv("REDIS_TLS", "true", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_non_null(strstr(err, "REDIS_TLS"));
+    clear_env();
+    setenv("LOG_LEVEL", "chatty", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_string_equal(err, "weir serve: LOG_LEVEL='chatty': not a valid value for --log-level\n");
     clear_env();
 }
 
@@ -208,6 +290,7 @@ int main(void)
         cmocka_unit_test(defaults),
         cmocka_unit_test(environment_then_flags),
         cmocka_unit_test(errors_name_the_setting),
+        cmocka_unit_test(upstream_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,185 @@
+/*
+ * upstream_env.c - envoyproxy/ratelimit's environment variables, read as
+ * weir's settings (serve_options_upstream()), so a deployment moves over
+ * with its manifests as they are. Each maps onto one of weir's flags;
+ * weir's own WEIR_* variables and the flags are applied afterwards and win.
+ * docs/ENVOY.md has the table.
+ *
+ * Where upstream's default would differ from weir's (upstream listens on
+ * every interface), weir keeps its own unless the variable says otherwise:
+ * PORT=8080 alone listens on 127.0.0.1:8080, HOST=0.0.0.0 PORT=8080 on
+ * every interface.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "options.h"
+
+/* The variable, or NULL when unset or empty. */
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && v[0] ? v : NULL;
+}
+
+static bool set_or_say(serve_options *o, FILE *err, const char *var, const char *flag,
+                       const char *value)
+{
+    if (serve_options_set(o, flag, value))
+        return true;
+    fprintf(err, "weir serve: %s='%s': not a valid value for --%s\n", var, value, flag);
+    return false;
+}
+
+/* PORT (or GRPC_PORT), with HOST (GRPC_HOST) when set, as one listener
+ * address. A HOST without its PORT is not read: shells such as zsh and
+ * tcsh set HOST to the machine's name. */
+static bool listener(serve_options *o, FILE *err, const char *host_var, const char *port_var,
+                     const char *flag)
+{
+    const char *host = env(host_var), *port = env(port_var);
+    if (!port)
+        return true;
+    char addr[SERVE_ADDR_BYTES];
+    bool v6 = host && strchr(host, ':');
+    int n = snprintf(addr, sizeof(addr), "%s%s%s:%s", v6 ? "[" : "", host ? host : "127.0.0.1",
+                     v6 ? "]" : "", port);
+    if (n < 0 || (size_t)n >= sizeof(addr)) {
+        fprintf(err, "weir serve: %s/%s: the address is too long\n", host_var, port_var);
+        return false;
+    }
+    return set_or_say(o, err, port_var, flag, addr);
+}
+
+/* LOG_LEVEL in logrus's words (trace, warning, fatal, panic included). */
+static bool log_level(serve_options *o, FILE *err)
+{
+    const char *v = env("LOG_LEVEL");
+    if (!v)
+        return true;
+    char low[16];
+    size_t n = 0;
+    for (; v[n] && n < sizeof(low) - 1; n++)
+        low[n] = (char)tolower((unsigned char)v[n]);
+    low[n] = '\0';
+    const char *level = !strcmp(low, "trace")                            ? "debug"
+                        : !strcmp(low, "warning")                        ? "warn"
+                        : !strcmp(low, "fatal") || !strcmp(low, "panic") ? "error"
+                                                                         : low;
+    return set_or_say(o, err, "LOG_LEVEL", "log-level", level);
+}
+
+/* Appends @s to @out percent-encoded where a URL's userinfo needs it. */
+static void put_escaped(char *out, size_t cap, size_t *len, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (size_t i = 0; i < n && *len + 4 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (isalnum(c) || strchr("-._~", c)) {
+            out[(*len)++] = (char)c;
+        } else {
+            out[(*len)++] = '%';
+            out[(*len)++] = hex[c >> 4];
+            out[(*len)++] = hex[c & 15];
+        }
+    }
+    out[*len] = '\0';
+}
+
+/* REDIS_SOCKET_TYPE, REDIS_URL and REDIS_AUTH ("password" or
+ * "user:password") as --store; REDIS_TLS and the cluster and sentinel
+ * types are refused by name rather than ignored. */
+static bool redis(serve_options *o, FILE *err)
+{
+    const char *url = env("REDIS_URL");
+    if (!url)
+        return true;
+    const char *type = env("REDIS_TYPE"), *tls = env("REDIS_TLS");
+    if (type && strcasecmp(type, "single") != 0) {
+        fprintf(err,
+                "weir serve: REDIS_TYPE=%s: only a single Redis is supported by this "
+                "version (docs/ENVOY.md)\n",
+                type);
+        return false;
+    }
+    if (tls && (!strcasecmp(tls, "true") || !strcmp(tls, "1"))) {
+        fprintf(err, "weir serve: REDIS_TLS: this build's hiredis (Debian 12's 0.14) has no TLS; "
+                     "reach Redis over a TLS tunnel on loopback instead (docs/OPERATIONS.md)\n");
+        return false;
+    }
+    const char *socket = env("REDIS_SOCKET_TYPE"), *auth = env("REDIS_AUTH");
+    bool unix_socket = socket && !strcasecmp(socket, "unix");
+    if (socket && !unix_socket && strcasecmp(socket, "tcp") != 0) {
+        fprintf(err, "weir serve: REDIS_SOCKET_TYPE=%s: tcp or unix\n", socket);
+        return false;
+    }
+    char store[SERVE_ADDR_BYTES];
+    size_t len =
+        (size_t)snprintf(store, sizeof(store), "%s", unix_socket ? "redis+unix://" : "redis://");
+    if (auth) {
+        const char *colon = strchr(auth, ':');
+        if (colon)
+            put_escaped(store, sizeof(store), &len, auth, (size_t)(colon - auth));
+        store[len++] = ':';
+        const char *pw = colon ? colon + 1 : auth;
+        put_escaped(store, sizeof(store), &len, pw, strlen(pw));
+        store[len++] = '@';
+        store[len] = '\0';
+    }
+    if (len + strlen(url) >= sizeof(store)) {
+        fprintf(err, "weir serve: REDIS_URL: too long\n");
+        return false;
+    }
+    strcpy(store + len, url);
+    if (serve_options_set(o, "store", store))
+        return true;
+    /* the store's own check, with its reason, comes at start-up; this one
+     * only refuses what is not even a setting */
+    fprintf(err, "weir serve: REDIS_URL='%s': not a valid Redis address\n", url);
+    return false;
+}
+
+/* RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/RUNTIME_APPDIRECTORY (config by
+ * default): where upstream reads its rule files. */
+static bool runtime_root(serve_options *o, FILE *err)
+{
+    const char *root = env("RUNTIME_ROOT");
+    if (!root)
+        return true;
+    const char *sub = env("RUNTIME_SUBDIRECTORY"), *app = env("RUNTIME_APPDIRECTORY");
+    char path[sizeof(o->rules)];
+    int n = snprintf(path, sizeof(path), "%s/%s%s%s", root, sub ? sub : "", sub ? "/" : "",
+                     app ? app : "config");
+    if (n < 0 || (size_t)n >= sizeof(path)) {
+        fprintf(err, "weir serve: RUNTIME_ROOT/RUNTIME_SUBDIRECTORY: the path is too long\n");
+        return false;
+    }
+    return set_or_say(o, err, "RUNTIME_ROOT", "rules", path);
+}
+
+/* Variables that map onto one flag with the value as it is. */
+static const struct {
+    const char *var, *flag;
+} same_value[] = {
+    {"LOG_FORMAT", "log-format"},
+    {"MERGE_DOMAIN_CONFIG", "merge-domains"},
+    {"SHADOW_MODE", "shadow-mode"},
+    {"LIMIT_RESPONSE_HEADERS_ENABLED", "grpc-response-headers"},
+};
+
+bool serve_options_upstream(serve_options *o, FILE *err)
+{
+    if (!listener(o, err, "HOST", "PORT", "http") ||
+        !listener(o, err, "GRPC_HOST", "GRPC_PORT", "grpc") || !log_level(o, err) ||
+        !redis(o, err) || !runtime_root(o, err))
+        return false;
+    for (size_t i = 0; i < sizeof(same_value) / sizeof(same_value[0]); i++) {
+        const char *v = env(same_value[i].var);
+        if (v && !set_or_say(o, err, same_value[i].var, same_value[i].flag, v))
+            return false;
+    }
+    return true;
+}

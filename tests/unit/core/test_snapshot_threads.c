@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -60,6 +61,7 @@ typedef struct shared {
     atomic_int stop;
     atomic_int bad;
     atomic_long reads;
+    atomic_int started; /* readers past their first read */
 } shared;
 
 static void *reader(void *arg)
@@ -82,7 +84,8 @@ static void *reader(void *arg)
             atomic_fetch_add(&sh->bad, 1);
         last = v;
         weir__snap_exit(r);
-        n++;
+        if (++n == 1)
+            atomic_fetch_add(&sh->started, 1);
     }
     atomic_fetch_add(&sh->reads, n);
     weir__snap_reader_free(r);
@@ -100,6 +103,10 @@ static void swaps_under_readers(void **unused)
     pthread_t t[READERS];
     for (int i = 0; i < READERS; i++)
         assert_int_equal(pthread_create(&t[i], NULL, reader, &sh), 0);
+    /* the swaps start once every reader reads: on a busy machine the
+     * writer could otherwise finish before a reader is scheduled */
+    while (atomic_load(&sh.started) + atomic_load(&sh.bad) < READERS)
+        sched_yield();
     for (uint64_t v = 2; v <= SWAPS + 1; v++)
         assert_int_equal(weir__snap_swap(sh.snap, make(v)), WEIR_OK);
     atomic_store(&sh.stop, 1);

@@ -20,10 +20,13 @@ int64_t server_now_us(server *s)
     return weir_ctx_now_us(s->ctx);
 }
 
-void server_rules_text(server *s, weir_buf *out)
+void server_rules_text(server *s, weir_buf *out, bool upstream)
 {
     pthread_mutex_lock(&s->rules_lock);
-    weir_buf_put(out, s->rules_text, s->rules_text_len);
+    if (upstream) /* after weir's text and its NUL */
+        weir_buf_put(out, s->rules_text + s->rules_text_len + 1, s->rlconfig_len);
+    else
+        weir_buf_put(out, s->rules_text, s->rules_text_len);
     pthread_mutex_unlock(&s->rules_lock);
 }
 
@@ -142,12 +145,15 @@ weir_rules *server_load_rules(server *s)
     return st == WEIR_OK ? rules : NULL;
 }
 
-/* The /v1/rules text of @rules, NUL-terminated, into @b (initialised
- * here); false (nothing to free) when out of memory. */
+/* The /v1/rules text of @rules, NUL-terminated, then the /rlconfig text,
+ * NUL-terminated, into @b (initialised here); false (nothing to free)
+ * when out of memory. */
 static bool render_rules(const weir_rules *rules, weir_buf *b)
 {
     weir_buf_init(b, SIZE_MAX);
     weir_api_render_rules(b, rules);
+    weir_buf_putc(b, '\0');
+    weir_api_render_rlconfig(b, rules);
     weir_buf_putc(b, '\0');
     if (weir_buf_ok(b))
         return true;
@@ -155,13 +161,15 @@ static bool render_rules(const weir_rules *rules, weir_buf *b)
     return false;
 }
 
-/* Serves the text rendered into @b from now on (taken over). */
+/* Serves the texts rendered into @b from now on (taken over). */
 static void swap_rules_text(server *s, weir_buf *b)
 {
+    size_t first = strlen(b->p);
     pthread_mutex_lock(&s->rules_lock);
     char *old = s->rules_text;
     s->rules_text = b->p;
-    s->rules_text_len = b->len - 1;
+    s->rules_text_len = first;
+    s->rlconfig_len = b->len - first - 2;
     pthread_mutex_unlock(&s->rules_lock);
     free(old);
 }

@@ -51,16 +51,19 @@ typedef struct server {
     unsigned fail_conn_alloc;
     _Atomic unsigned workers_done;
     pthread_mutex_t rules_lock;
-    char *rules_text; /* /v1/rules: the compiled rules, one line per limit */
+    char *rules_text; /* /v1/rules: the compiled rules, one line per limit; after
+                         it and a NUL, /rlconfig's (upstream's form) */
     size_t rules_text_len;
+    size_t rlconfig_len;
 } server;
 
 /** The service's clock in microseconds since the Unix epoch: the context's
  *  (the wall clock, never running backwards). */
 int64_t server_now_us(server *s);
 
-/** A copy of the /v1/rules text into @out. */
-void server_rules_text(server *s, weir_buf *out);
+/** A copy of the /v1/rules text (or, @upstream, the /rlconfig text)
+ *  into @out. */
+void server_rules_text(server *s, weir_buf *out, bool upstream);
 
 /** Load the rule path; NULL (the errors logged) when it is not valid. */
 weir_rules *server_load_rules(server *s);

@@ -36,6 +36,7 @@ static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *
 static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void rules_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void rlconfig_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
 
 static const route routes[] = {
     {"/v1/check", "GET, HEAD, POST", check_get, check_post},
@@ -45,11 +46,13 @@ static const route routes[] = {
     {"/healthcheck", "GET, HEAD", healthcheck, NULL},
     {"/v1/rules", "GET, HEAD", rules_get, NULL},
     {"/metrics", "GET, HEAD", metrics_get, NULL},
+    {"/rlconfig", "GET, HEAD", rlconfig_get, NULL},
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
-const char *const routes_names[] = {"/v1/check",    "/v1/check/batch", "/json",    "/healthz",
-                                    "/healthcheck", "/v1/rules",       "/metrics", "other"};
+const char *const routes_names[] = {"/v1/check", "/v1/check/batch", "/json",
+                                    "/healthz",  "/healthcheck",    "/v1/rules",
+                                    "/metrics",  "/rlconfig",       "other"};
 const size_t routes_count = N_ROUTES + 1;
 
 routes_state *routes_state_new(const serve_options *o)
@@ -445,14 +448,28 @@ static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_reque
     http_answer_respond(a, draining ? 503 : 200, "text/plain", NULL, body, strlen(body));
 }
 
+static void rules_text(http_answer *a, bool upstream)
+{
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    server_rules_text(w->srv, &w->body, upstream);
+    http_answer_respond(a, 200, "text/plain; charset=utf-8", NULL, w->body.p, w->body.len);
+}
+
 static void rules_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     (void)rs;
     (void)req;
-    worker *w = a->conn->w;
-    weir_buf_clear(&w->body);
-    server_rules_text(w->srv, &w->body);
-    http_answer_respond(a, 200, "text/plain; charset=utf-8", NULL, w->body.p, w->body.len);
+    rules_text(a, false);
+}
+
+/* envoyproxy/ratelimit's debug page, in its form, for the tools that read
+ * it */
+static void rlconfig_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    (void)req;
+    rules_text(a, true);
 }
 
 static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_request *req)

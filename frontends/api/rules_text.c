@@ -37,19 +37,43 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
     weir_buf_putc(b, '\n');
 }
 
-static void put_rule(weir_buf *b, const weir_rule *r)
+/* envoyproxy/ratelimit's /rlconfig line: its unit names, its UNKNOWN for
+ * an unlimited limit or one with a window of weir's. */
+static void put_upstream(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
 {
-    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
-        put_limit(b, r, weir_rule_limit_at(r, i));
-    for (size_t i = 0; i < weir_rule_child_count(r); i++)
-        put_rule(b, weir_rule_child(r, i));
+    static const char *const units[] = {"UNKNOWN", "SECOND", "MINUTE", "HOUR",
+                                        "DAY",     "MONTH",  "YEAR",   "WEEK"};
+    const char *unit = !l->unlimited && (unsigned)l->unit < 8 ? units[l->unit] : "UNKNOWN";
+    weir_buf_printf(b, "%s.%s: unit=%s requests_per_unit=%u, shadow_mode: %s\n", l->domain, l->path,
+                    unit, l->unlimited ? 0u : l->requests_per_unit,
+                    (weir_rule_flags(r) & WEIR_RULE_SHADOW_MODE) ? "true" : "false");
 }
 
-void weir_api_render_rules(weir_buf *out, const weir_rules *rules)
+typedef void (*put_fn)(weir_buf *b, const weir_rule *r, const weir_rule_limit *l);
+
+static void put_rule(weir_buf *b, const weir_rule *r, put_fn put)
+{
+    for (size_t i = 0; i < weir_rule_limit_count(r); i++)
+        put(b, r, weir_rule_limit_at(r, i));
+    for (size_t i = 0; i < weir_rule_child_count(r); i++)
+        put_rule(b, weir_rule_child(r, i), put);
+}
+
+static void render(weir_buf *out, const weir_rules *rules, put_fn put)
 {
     for (size_t i = 0; i < weir_rules_domain_count(rules); i++) {
         const weir_rules_domain *d = weir_rules_domain_at(rules, i);
         for (size_t j = 0; j < weir_rules_domain_rule_count(d); j++)
-            put_rule(out, weir_rules_domain_rule(d, j));
+            put_rule(out, weir_rules_domain_rule(d, j), put);
     }
+}
+
+void weir_api_render_rules(weir_buf *out, const weir_rules *rules)
+{
+    render(out, rules, put_limit);
+}
+
+void weir_api_render_rlconfig(weir_buf *out, const weir_rules *rules)
+{
+    render(out, rules, put_upstream);
 }

@@ -13,4 +13,9 @@
  *  for every limit of @rules, in file order. */
 void weir_api_render_rules(weir_buf *out, const weir_rules *rules);
 
+/** Appends envoyproxy/ratelimit's /rlconfig lines, "DOMAIN.PATH:
+ *  unit=MINUTE requests_per_unit=5, shadow_mode: false\n", one per limit
+ *  (UNKNOWN and 0 for an unlimited limit; UNKNOWN for a `window:`). */
+void weir_api_render_rlconfig(weir_buf *out, const weir_rules *rules);
+
 #endif /* WEIR_FRONTENDS_API_RULES_TEXT_H */

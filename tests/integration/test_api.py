@@ -649,6 +649,24 @@ def test_envoy_json_special_cases(weir):
 # ------------------------------------------------------------ admin endpoints
 
 
+def test_rlconfig_as_upstream_writes_it(weir):
+    """envoyproxy/ratelimit's /rlconfig form, one line per limit, for the
+    tools that read it; /v1/rules is weir's fuller listing."""
+    r = weir.get("/rlconfig")
+    assert r.status == 200
+    assert r.header("Content-Type") == "text/plain; charset=utf-8"
+    lines = r.text().splitlines()
+    assert lines[:5] == [
+        "test.tb: unit=HOUR requests_per_unit=2, shadow_mode: false",
+        "test.fw: unit=HOUR requests_per_unit=3, shadow_mode: false",
+        "test.named: unit=HOUR requests_per_unit=2, shadow_mode: false",
+        "test.multi: unit=HOUR requests_per_unit=5, shadow_mode: false",
+        "test.multi: unit=DAY requests_per_unit=2, shadow_mode: false",
+    ]
+    assert len(lines) == len(weir.get("/v1/rules").text().splitlines())
+    assert weir.request("POST", "/rlconfig", b"").status == 405
+
+
 def test_rules_listing(weir):
     r = weir.get("/v1/rules")
     assert r.status == 200

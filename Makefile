@@ -2,7 +2,7 @@
 #   make run    install what is missing, build a release build, run the main job
 #   make test   install what is missing, build with sanitizers, run every test
 #
-# build/       release build (the binary, the libraries, benchmarks)
+# build/       release build (the binary, the libraries, benchmarks; no tests)
 # build-asan/  gcc, AddressSanitizer + UndefinedBehaviorSanitizer: every test
 # build-tsan/  clang, ThreadSanitizer: the threaded tests
 # build-ubsan-clang/  clang, ASan + UBSan: the unit tests and fuzz corpora again
@@ -24,9 +24,13 @@ all: build
 deps:
 	@scripts/deps.sh
 
+# The release build: the binary, the libraries and the benchmarks; the
+# tests live in the sanitizer builds (make test).
+RELEASE = $(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_TESTS=OFF \
+	    -DWEIR_WERROR=$(WERROR) -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+
 build: deps
-	$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release -DWEIR_SANITIZE= -DWEIR_WERROR=$(WERROR) \
-	    -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	$(RELEASE)
 	$(CMAKE) --build build -j $(JOBS)
 
 # Headers, libweir.a and libweir.so, weir.pc, the weir binary, its man page
@@ -36,8 +40,13 @@ install: build
 
 # The service on the example rules and the embedded memory store; it prints
 # the URLs it listens on. Ctrl-C stops it. Extra flags: make run ARGS='...'
-run: build
-	./build/weir serve --rules examples/rules.yaml $(ARGS)
+# Only what the service needs is installed and built (the binary); the rule
+# path is absolute, so the command works from any directory (make -C).
+run:
+	@scripts/deps.sh run
+	$(RELEASE)
+	$(CMAKE) --build build -j $(JOBS) --target weir
+	./build/weir serve --rules $(CURDIR)/examples/rules.yaml $(ARGS)
 
 test: deps node-deps test-asan test-tsan test-clang
 

@@ -68,8 +68,9 @@ static const option options[] = {
     {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store),
      "where counters live: memory, redis://[[user]:password@]host:port[/db] or "
      "redis+unix:///path/to.sock (password also from WEIR_REDIS_PASSWORD)"},
-    {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "0", K_BYTES, AT(max_memory),
-     "memory store cap (e.g. 512MiB); 0 = no cap. Keys at rest are evicted first"},
+    {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "512MiB", K_BYTES, AT(max_memory),
+     "memory store cap, about 10 million keys by default; 0 = no cap. Keys at rest are "
+     "evicted first"},
     {"failure-mode", "WEIR_FAILURE_MODE", "MODE", "allow", K_FAILURE, AT(failure_mode),
      "when the store fails, limits without failure_mode: allow, deny, or local (decide on "
      "this instance's memory at 1/--instances of the limit)"},

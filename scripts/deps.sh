@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Installs the Debian packages weir needs to build and test, if any is
-# missing. As root it runs apt-get; otherwise it prints the exact command to
-# run and exits 1. Packages are grouped by what needs them.
+# Installs the Debian packages weir needs, if any is missing: to build and
+# run it (`scripts/deps.sh run`, what `make run` asks for), or to build and
+# test it, benchmarks included (no argument). As root it runs apt-get;
+# otherwise it prints the exact command to run and exits 1. Packages are
+# grouped by what needs them.
 set -euo pipefail
 
 packages=(
     # build
     cmake make gcc pkg-config
-    # second compiler, sanitizer and libFuzzer runtimes, formatter
-    clang libclang-rt-14-dev clang-format
     # libraries
     libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libhiredis-dev
     # the well-known .proto files (google/protobuf/duration.proto, ...)
     libprotobuf-dev
+)
+if [ "${1:-all}" != run ]; then
+packages+=(
+    # second compiler, sanitizer and libFuzzer runtimes, formatter
+    clang libclang-rt-14-dev clang-format
     # tests: unit tests (jansson: the API fuzz target's JSON oracle), the
     # daemon's integration tests and their peers
     libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
@@ -24,11 +29,11 @@ packages=(
     # benchmarks
     wrk nghttp2-client
 )
-
 # Node.js runs the second gRPC client of the tests (@grpc/grpc-js from
 # npm). Any node on the PATH will do; Debian's is installed when none is.
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     packages+=(nodejs npm)
+fi
 fi
 
 missing=()

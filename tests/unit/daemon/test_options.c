@@ -87,7 +87,7 @@ static void defaults(void **unused)
     assert_int_equal(o.resp_idle_timeout_ms, 0); /* never, as Redis */
     assert_string_equal(o.store, "memory");
     assert_int_equal(o.threads, 0);
-    assert_int_equal(o.max_memory, 0);
+    assert_int_equal(o.max_memory, 512u << 20); /* bounded, as nginx's zones */
     assert_int_equal(o.max_header_bytes, 16 * 1024);
     assert_int_equal(o.max_body_bytes, 64 * 1024);
     assert_int_equal(o.idle_timeout_ms, 60000);

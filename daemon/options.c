@@ -115,6 +115,9 @@ static const option options[] = {
      "reload when the rule files change (SIGHUP always reloads)"},
     {"headers", "WEIR_HEADERS", "LIST", "ietf,legacy,retry-after", K_HEADERS, AT(headers),
      "rate limit headers to send: ietf, legacy, retry-after, or none"},
+    {"check-deny-status", "WEIR_CHECK_DENY_STATUS", "STATUS", "429", K_COUNT, AT(check_deny_status),
+     "GET /v1/check: the status of a denial (403 lets nginx's auth_request take it without "
+     "logging an error; the example turns it back into 429)"},
     {"check-header", "WEIR_CHECK_HEADERS", "HEADER=KEY", "", K_CHECK, AT(n_check_headers),
      "GET /v1/check: add header HEADER's value as descriptor entry KEY (repeatable)"},
     {"max-connections", "WEIR_MAX_CONNECTIONS", "N", "10000", K_COUNT, AT(max_connections),
@@ -510,6 +513,10 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->instances == 0 || o->instances > 1000000) {
         fprintf(err, "weir serve: --instances must be 1..1000000\n");
+        return 2;
+    }
+    if (o->check_deny_status < 400 || o->check_deny_status > 599) {
+        fprintf(err, "weir serve: --check-deny-status must be a 4xx or 5xx status\n");
         return 2;
     }
     if (o->max_pipelined == 0) {

@@ -257,7 +257,8 @@ static void answer_check_get(http_answer *a, const weir_request *req, const weir
     }
     weir_buf_clear(&w->body);
     weir_api_render_problem(&w->body, dec, weir_api_retry_after_s(dec));
-    http_answer_respond(a, 429, "application/problem+json", &w->headers, w->body.p, w->body.len);
+    http_answer_respond(a, (int)w->srv->opt.check_deny_status, "application/problem+json",
+                        &w->headers, w->body.p, w->body.len);
 }
 
 static void check_get(routes_state *rs, http_answer *a, const weir_http1_request *req)

@@ -171,8 +171,12 @@ def app():
     a.stop()
 
 
-def test_nginx_auth_request(weir_factory, app, tmp_path):
-    weir = weir_factory(RULES)
+@pytest.mark.parametrize("deny_status", ["403", "429"])
+def test_nginx_auth_request(weir_factory, app, tmp_path, deny_status):
+    """The example as documented (weir answering a denial 403, which
+    auth_request takes quietly) and with weir's default 429 (nginx logs an
+    [error] per denial, and the client still gets the 429)."""
+    weir = weir_factory(RULES, "--check-deny-status", deny_status)
     nginx = Nginx(tmp_path / "nginx", weir.port, app.port).start()
     try:
         policy = '"api.remote_address";q=3;w=3600'
@@ -223,3 +227,45 @@ def test_nginx_auth_request(weir_factory, app, tmp_path):
         nginx.stop()
     assert nginx.proc.returncode == 0, nginx.lines
     assert nginx.serious_errors() == [], nginx.lines
+    unexpected = [ln for ln in nginx.lines if "auth request unexpected status: 4" in ln]
+    assert len(unexpected) == (0 if deny_status == "403" else 2), nginx.lines
+
+
+def test_nginx_example_script_runs_as_its_caller(weir_factory, app, tmp_path):
+    """examples/nginx.sh: nginx on a prefix of its own in a temporary
+    directory, as the current user, with examples/nginx-rules.yaml behind
+    it: the 4th request of five gets a 429, and the printed stop command
+    stops it."""
+    rules = os.path.join(os.path.dirname(EXAMPLE), "nginx-rules.yaml")
+    weir = weir_factory(None, "--check-deny-status", "403", rules_path=rules)
+    port = free_port()
+    env = dict(os.environ, NGINX_PORT=str(port), WEIR_PORT=str(weir.port),
+               APP_PORT=str(app.port), TMPDIR=str(tmp_path))
+    script = os.path.join(os.path.dirname(EXAMPLE), "nginx.sh")
+    out = subprocess.run([script], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out
+    stop = re.search(r"stop:  (.*)", out.stdout).group(1)
+    prefix = re.search(r"nginx runs from (\S+),", out.stdout).group(1)
+    assert prefix.startswith(str(tmp_path))
+    try:
+        codes = []
+        for i in range(5):
+            deadline = time.monotonic() + 5
+            while True:  # nginx daemonized: its port opens shortly
+                try:
+                    codes.append(rawhttp.request(port, "GET", f"/s/{i}").status)
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, out.stdout
+                    time.sleep(0.05)
+        assert codes == [200, 200, 200, 429, 429]
+    finally:
+        subprocess.run(stop, shell=True, timeout=10)
+    pid_file = os.path.join(prefix, "nginx.pid")
+    deadline = time.monotonic() + 5
+    while os.path.exists(pid_file):
+        assert time.monotonic() < deadline, "nginx did not stop"
+        time.sleep(0.05)
+    with open(os.path.join(prefix, "error.log")) as f:
+        log = f.read()
+    assert "[error]" not in log and "[crit]" not in log and "[emerg]" not in log, log

@@ -240,6 +240,8 @@ static void errors_name_the_setting(void **unused)
          "--redis-over-limit-cache at most 16777216\n"},
         {"--max-descriptors", "65", "weir serve: --max-descriptors must be 1..64\n"},
         {"--max-pipelined", "0", "weir serve: --max-pipelined must be positive\n"},
+        {"--check-deny-status", "200",
+         "weir serve: --check-deny-status must be a 4xx or 5xx status\n"},
         {"--decision-timeout", "soon",
          "weir serve: --decision-timeout 'soon': not a valid DURATION\n"},
         {"--max-memory", "99999999999999999999",

@@ -75,7 +75,7 @@ for side in A B; do
         "$work/whole-$side.o" "$work/part-$side.o"
 done
 gcc -O2 "$here/main.c" "$work/part-A.o" "$work/part-B.o" \
-    $(pkg-config --libs libxxhash yaml-0.1) -lpthread -lm -o "$work/ab"
+    $(pkg-config --libs libxxhash yaml-0.1 hiredis) -lpthread -lm -o "$work/ab"
 
 echo "A = $1, B = $2, $users users$what; $(date -u +%Y-%m-%dT%H:%M:%SZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
 # Where a build's memory lies moves its speed by a few percent, and the

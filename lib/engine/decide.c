@@ -73,6 +73,10 @@ struct decision {
     _Atomic int outstanding;
     uint64_t quota_desc; /* bit d: descriptor d is in quota mode */
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
+    /* The limits of descriptors that name no rule and give one of their
+     * own (plan_orphan()), by descriptor; made on first use and kept with
+     * the decision's memory. */
+    weir_rule_limit *orphans;
     /* A store shared between processes: stable keys, limit i's at
      * kbuf + koff[i], kept with the decision's memory for the next one. */
     char *kbuf;
@@ -87,6 +91,7 @@ void weir__decision_destroy(weir_ctx *ctx, decision *dc)
     if (!dc)
         return;
     weir__free(ctx, dc->kbuf);
+    weir__free(ctx, dc->orphans);
     weir__free(ctx, dc);
 }
 
@@ -97,6 +102,7 @@ static decision *decision_alloc(weir_ctx *ctx)
     if (dc) {
         dc->kbuf = NULL;
         dc->kcap = 0;
+        dc->orphans = NULL;
     }
     return dc;
 }
@@ -650,13 +656,120 @@ static bool keep_key(decision *dc, size_t i, const char *key, size_t len)
     return true;
 }
 
+/* What the planning of one descriptor's limits shares. */
+typedef struct plan_ctx {
+    size_t d;
+    const weir_descriptor *desc;
+    const weir__match_result *m;
+    int value_level; /* single_value_level(), or -1 */
+    bool shadow, quota;
+    uint64_t hits;
+    weir_op_kind kind;
+} plan_ctx;
+
+/* Plans limit @l of the descriptor (@lp its plan): its pending entry, its
+ * counter's key, its bucket asked for. Returns WEIR_OK or the refusal. */
+static inline __attribute__((always_inline)) weir_status
+plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const plan_ctx *pc,
+           const weir_rule_limit *l, const limit_plan *lp)
+{
+    weir_engine *e = dc->engine;
+    const weir_descriptor *desc = pc->desc;
+    long d = (long)pc->d;
+    weir_status st;
+    if (dc->n_pending == WEIR_ENGINE_MAX_LIMITS)
+        return refuse(rd, WEIR_REFUSAL_TOO_MANY_LIMITS, -1);
+    pending *p = &dc->p[dc->n_pending];
+    p->desc = (uint32_t)pc->d;
+    p->limit = l;
+    p->shadow = pc->shadow;
+    p->quota = pc->quota;
+    p->enforcing = !pc->shadow && !pc->quota;
+    p->dropped = false;
+    p->local = false;
+    p->hits = pc->hits;
+    p->kind = pc->kind;
+    if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
+        return refuse(rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
+                      d);
+    unsigned char *key = dc->keys[dc->n_pending];
+    if (e->shared_keys) {
+        /* the same values are refused as with digests (below), so a
+         * request means the same on every store */
+        if (counter_bytes(&lp->id, pc->m, desc->entries, desc->limit ? p : NULL, rd->scratch,
+                          sizeof(rd->scratch)) == 0)
+            return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, d);
+        weir__counter_name cn = {req->domain,   req->domain_len,     lp->id.lo, lp->id.hi,   pc->m,
+                                 desc->entries, desc->limit != NULL, p->rpu,    p->window_us};
+        size_t len = weir__stable_key(&cn, rd->scratch);
+        if (!keep_key(dc, dc->n_pending, rd->scratch, len))
+            return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
+    } else if (lp->fixed && !desc->limit) {
+        memcpy(key, lp->digest, DIGEST_BYTES);
+    } else if (pc->value_level >= 0) {
+        if (!value_digest(lp, &desc->entries[pc->value_level], e->secret, key))
+            return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, d);
+    } else {
+        size_t len = counter_bytes(&lp->id, pc->m, desc->entries, desc->limit ? p : NULL,
+                                   rd->scratch, sizeof(rd->scratch));
+        if (len == 0)
+            return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, d);
+        counter_digest(rd->scratch, len, e->secret, key);
+    }
+    /* the counter's cache miss overlaps the rest of the planning */
+    if (e->prefetch)
+        e->prefetch(e->store, key);
+    if (!e->shared_keys)
+        place_op(dc, dc->n_pending, dc->n_pending);
+    dc->n_enforcing += p->enforcing;
+    dc->n_pending++;
+    return WEIR_OK;
+}
+
+/* A descriptor that matches no rule and gives a limit of its own (Envoy's
+ * RateLimitDescriptor.limit) is limited by it, as upstream does: a fixed
+ * window, failing open, never in shadow mode, reported as the domain's
+ * "override" limit. Its counter is named by the domain and every entry,
+ * key and value (hashed as one, so any entries fit), and the override. */
+static weir_status plan_orphan(decision *dc, weir_engine_reader *rd, const weir_request *req,
+                               const weir_rules_domain *dom, plan_ctx *pc)
+{
+    if (!dc->orphans && !(dc->orphans = weir__calloc(dc->engine->ctx, WEIR_ENGINE_MAX_DESCRIPTORS,
+                                                     sizeof(*dc->orphans))))
+        return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
+    weir_rule_limit *l = &dc->orphans[pc->d];
+    memset(l, 0, sizeof(*l));
+    l->domain = weir_rules_domain_name(dom);
+    l->path = "override";
+    l->algorithm = WEIR_ALGO_FIXED_WINDOW; /* upstream's only one */
+    l->failure_mode = WEIR_FAILURE_ALLOW;
+    l->file = "";
+    XXH3_state_t h;
+    XXH3_128bits_reset(&h);
+    XXH3_128bits_update(&h, "override", 8);
+    XXH3_128bits_update(&h, req->domain, req->domain_len);
+    for (size_t i = 0; i < pc->desc->n_entries; i++) {
+        const weir_entry *en = &pc->desc->entries[i];
+        uint64_t len[2] = {en->key_len, en->value_len};
+        XXH3_128bits_update(&h, len, sizeof(len));
+        XXH3_128bits_update(&h, en->key ? en->key : "", en->key_len);
+        XXH3_128bits_update(&h, en->value ? en->value : "", en->value_len);
+    }
+    XXH128_hash_t id = XXH3_128bits_digest(&h);
+    limit_plan lp = {{id.low64, id.high64}, false, {0}};
+    static const weir__match_result no_levels = {0};
+    pc->m = &no_levels;
+    pc->value_level = -1;
+    pc->shadow = pc->quota = false;
+    return plan_limit(dc, rd, req, pc, l, &lp);
+}
+
 /* Match every descriptor and list the limits to charge. */
 static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request *req,
                         bool *domain_found)
 {
     *domain_found = true;
     const ruleset *rs = dc->rs;
-    weir_engine *e = dc->engine;
     const weir__match_domain *dom = weir__match_domain_find(rs->idx, req->domain, req->domain_len);
     if (!dom) {
         *domain_found = false;
@@ -676,70 +789,28 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
         weir__match_result m;
         weir__match_walk(rs->idx, dom, (const weir__entry *)desc->entries, desc->n_entries, &m);
         const weir_rule *rule = m.rule;
+        uint64_t hits = desc->has_hits ? desc->hits : req_hits;
+        weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
         if (!rule) {
-            set_unmatched(&dc->st[d]);
+            plan_ctx pc = {d, desc, &m, -1, false, false, hits, kind};
+            if (desc->limit && (st = plan_orphan(dc, rd, req, m.domain, &pc)) != WEIR_OK)
+                return st;
+            set_unmatched(&dc->st[d]); /* written after the bucket was asked for */
             continue;
         }
         bool shadow = (rule->flags & WEIR_RULE_SHADOW_MODE) != 0;
         bool quota = (rule->flags & WEIR_RULE_QUOTA_MODE) != 0;
         dc->quota_desc |= (uint64_t)quota << d;
         const limit_plan *lp = &rs->plans.limits[rs->plans.first[rule->seq]];
-        uint64_t hits = desc->has_hits ? desc->hits : req_hits;
         int value_level = desc->limit ? -1 : single_value_level(&m);
-        weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
         size_t limited = 0;
+        plan_ctx pc = {d, desc, &m, value_level, shadow, quota, hits, kind};
         for (size_t i = 0; i < rule->n_limits; i++) {
             const weir_rule_limit *l = rule->limits[i];
             if (l->unlimited)
                 continue;
-            if (dc->n_pending == WEIR_ENGINE_MAX_LIMITS)
-                return refuse(rd, WEIR_REFUSAL_TOO_MANY_LIMITS, -1);
-            pending *p = &dc->p[dc->n_pending];
-            p->desc = (uint32_t)d;
-            p->limit = l;
-            p->shadow = shadow;
-            p->quota = quota;
-            p->enforcing = !shadow && !quota;
-            p->dropped = false;
-            p->local = false;
-            p->hits = hits;
-            p->kind = kind;
-            if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
-                return refuse(
-                    rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
-                    (long)d);
-            unsigned char *key = dc->keys[dc->n_pending];
-            if (e->shared_keys) {
-                /* the same values are refused as with digests (below), so
-                 * a request means the same on every store */
-                if (counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL, rd->scratch,
-                                  sizeof(rd->scratch)) == 0)
-                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
-                weir__counter_name cn = {
-                    req->domain,   req->domain_len,     lp[i].id.lo, lp[i].id.hi, &m,
-                    desc->entries, desc->limit != NULL, p->rpu,      p->window_us};
-                size_t len = weir__stable_key(&cn, rd->scratch);
-                if (!keep_key(dc, dc->n_pending, rd->scratch, len))
-                    return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
-            } else if (lp[i].fixed && !desc->limit) {
-                memcpy(key, lp[i].digest, DIGEST_BYTES);
-            } else if (value_level >= 0) {
-                if (!value_digest(&lp[i], &desc->entries[value_level], e->secret, key))
-                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
-            } else {
-                size_t len = counter_bytes(&lp[i].id, &m, desc->entries, desc->limit ? p : NULL,
-                                           rd->scratch, sizeof(rd->scratch));
-                if (len == 0)
-                    return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, (long)d);
-                counter_digest(rd->scratch, len, e->secret, key);
-            }
-            /* the counter's cache miss overlaps the rest of the planning */
-            if (e->prefetch)
-                e->prefetch(e->store, key);
-            if (!e->shared_keys)
-                place_op(dc, dc->n_pending, dc->n_pending);
-            dc->n_enforcing += p->enforcing;
-            dc->n_pending++;
+            if ((st = plan_limit(dc, rd, req, &pc, l, &lp[i])) != WEIR_OK)
+                return st;
             limited++;
         }
         /* written after the limits' buckets were asked for */

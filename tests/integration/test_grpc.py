@@ -275,6 +275,21 @@ def test_limit_override(start):
     assert c.check("test", {"tb": "ov"}).overall_code == OK
 
 
+def test_limit_override_without_a_rule(start):
+    """As upstream: a descriptor's own limit applies even when no rule
+    matches it, as long as the domain exists; upstream's fixed window."""
+    w, c = start()
+    got = [c.check("test", ({"nomatch": "ov"}, {"limit": (2, MINUTE)})) for _ in range(3)]
+    assert [r.overall_code for r in got] == [OK, OK, OVER_LIMIT]
+    st = got[0].statuses[0]
+    assert (st.current_limit.requests_per_unit, st.current_limit.unit) == (2, MINUTE)
+    assert [r.statuses[0].limit_remaining for r in got] == [1, 0, 0]
+    # without the override the descriptor is not limited; in an unknown
+    # domain, not with it either
+    assert c.check("test", {"nomatch": "ov"}).overall_code == OK
+    assert c.check("nope", ({"nomatch": "ov"}, {"limit": (1, MINUTE)})).overall_code == OK
+
+
 def test_statuses_in_request_order(start):
     w, c = start()
     r = c.check("test", {"x": "nomatch"}, {"tb": "o"}, {"free": "o"}, {"ban": "o"},

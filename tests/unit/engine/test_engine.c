@@ -261,6 +261,48 @@ static void unmatched_unknown_and_errors(void **unused)
     close_world(&w);
 }
 
+/* A descriptor that matches no rule but gives a limit of its own is
+ * limited by it, as upstream does (the domain must exist): a fixed window,
+ * reported as the domain's "override" limit, a counter per descriptor
+ * (entries and override), never in shadow mode. */
+static void override_without_a_rule(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, two_limits);
+    weir_limit_override two = {2, WEIR_UNIT_MINUTE}, three = {3, WEIR_UNIT_MINUTE};
+    weir_entry a[] = {E("path", "/other")}, b[] = {E("path", "/else")};
+    weir_entry ab[] = {E("path", "/other"), E("method", "GET")};
+    weir_descriptor da = {a, 1, false, 0, &two}, db = {b, 1, false, 0, &two},
+                    dab = {ab, 2, false, 0, &two}, da3 = {a, 1, false, 0, &three};
+    weir_descriptor_status st[1];
+    for (uint64_t i = 0; i < 2; i++) {
+        assert_int_equal(decide(&w, "api", &da, 1, 0, 0, st), WEIR_CODE_OK);
+        assert_non_null(st[0].limit);
+        assert_string_equal(st[0].limit->path, "override");
+        assert_string_equal(st[0].limit->domain, "api");
+        assert_int_equal(st[0].requests_per_unit, 2);
+        assert_int_equal(st[0].unit, WEIR_UNIT_MINUTE);
+        assert_int_equal(st[0].remaining, 1 - i);
+        assert_false(st[0].shadow);
+    }
+    assert_int_equal(decide(&w, "api", &da, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+    /* other entries, more entries, another override: counters of their own */
+    assert_int_equal(decide(&w, "api", &db, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "api", &dab, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(decide(&w, "api", &da3, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_int_equal(st[0].remaining, 2);
+    /* no override: no limit, as before */
+    weir_descriptor plain = {a, 1, false, 0, NULL};
+    assert_int_equal(decide(&w, "api", &plain, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_null(st[0].limit);
+    /* an unknown domain stays unlimited, override or not */
+    assert_int_equal(decide(&w, "nope", &da, 1, 0, 0, st), WEIR_CODE_OK);
+    assert_true(st[0].domain_not_found);
+    assert_null(st[0].limit);
+    close_world(&w);
+}
+
 /* Descriptors are checked as they are planned: a bad one after good ones
  * still refuses the whole request and charges nothing, in a known domain
  * or not. */
@@ -951,6 +993,7 @@ int main(void)
         cmocka_unit_test(local_failure_mode_decides_on_the_fallback),
         cmocka_unit_test(hits_at_both_levels),
         cmocka_unit_test(unmatched_unknown_and_errors),
+        cmocka_unit_test(override_without_a_rule),
         cmocka_unit_test(bad_descriptor_after_good_ones_charges_nothing),
         cmocka_unit_test(outcomes_of_every_limit),
         cmocka_unit_test(shadow_replaces_unlimited_override),

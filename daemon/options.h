@@ -52,7 +52,7 @@ typedef struct serve_options {
     uint64_t max_body_bytes;
     uint64_t max_descriptors;
     uint64_t max_batch;
-    uint64_t check_deny_status; /* GET /v1/check's status for a denial */
+    uint64_t check_deny_status;  /* GET /v1/check's status for a denial */
     uint64_t max_pipelined;      /* answers pending per HTTP or RESP connection */
     int64_t decision_timeout_ms; /* 0 = none of the daemon's */
     int64_t idle_timeout_ms;

@@ -136,6 +136,14 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
     if (n_entries > d->lim.max_entries)
         return weir_api_dec_error(err, 413, NULL, "too many entries (%zu > %zu)", n_entries,
                                   d->lim.max_entries);
+    if (n_entries == 0)
+        /* the engine would say "descriptors[0] has no entries": here, what
+         * to add */
+        return weir_api_dec_error(err, 400, NULL,
+                                  "no descriptor entries: add them as query parameters "
+                                  "(/v1/check?domain=%.*s&remote_address=192.0.2.1), or start "
+                                  "weir serve with --check-header HEADER=KEY",
+                                  (int)(r->domain_len > 64 ? 64 : r->domain_len), r->domain);
     d->descs[0] = (weir_descriptor){.entries = d->entries, .n_entries = n_entries};
     r->descriptors = d->descs;
     r->n_descriptors = 1;

@@ -520,6 +520,11 @@ def test_get_form(weir):
                         "limit": 2, "window_seconds": 3600, "retry_after": 1800}
 
 
+NO_ENTRIES = ("no descriptor entries: add them as query parameters "
+              "(/v1/check?domain=test&remote_address=192.0.2.1), or start weir serve with "
+              "--check-header HEADER=KEY")
+
+
 @pytest.mark.parametrize("query,status,detail", [
     ("tb=x", 400, "missing query parameter 'domain'"),
     ("domain=test&tb", 400, "query parameter 'tb' has no value"),
@@ -527,7 +532,7 @@ def test_get_form(weir):
     ("domain=test&domain=test&tb=x", 400, "duplicate query parameter 'domain'"),
     ("domain=test&tb=x&hits=-1", 400,
      "query parameter 'hits': must be an integer from 0 to 9007199254740992"),
-    ("domain=test", 400, "descriptors[0] has no entries"),
+    ("domain=test", 400, NO_ENTRIES),
     ("domain=&tb=x", 400, "rate limit domain must not be empty"),
 ])
 def test_get_form_errors(weir, query, status, detail):
@@ -557,7 +562,7 @@ def test_get_form_with_check_header(weir_factory):
     # an absent header adds no entry
     r = weir.get("/v1/check?domain=test")
     assert r.status == 400
-    assert r.json()["detail"] == "descriptors[0] has no entries"
+    assert r.json()["detail"] == NO_ENTRIES
 
 
 def test_head(weir):

@@ -110,6 +110,25 @@ static void put_sf_bytes(weir_buf *b, const char *s)
 
 /* A limit's name as a structured-field string: its name, else
  * "<domain>.<path>". */
+/* X-RateLimit-Limit: the requests per unit, or the burst when the
+ * algorithm lets a burst past them (a token bucket of 50 a second with a
+ * burst of 100 says 100), so that Remaining is never above Limit. */
+static uint64_t legacy_limit(const weir_descriptor_status *m)
+{
+    uint64_t rpu = m->requests_per_unit, burst = m->limit ? m->limit->burst : 0;
+    if (!m->limit || !burst)
+        return rpu; /* the defaults are at most the limit */
+    switch (m->limit->algorithm) {
+    case WEIR_ALGO_TOKEN_BUCKET:
+    case WEIR_ALGO_GCRA:
+    case WEIR_ALGO_LEAKY_BUCKET:
+    case WEIR_ALGO_LEAKY_SHAPER:
+        return burst > rpu ? burst : rpu;
+    default:
+        return rpu;
+    }
+}
+
 static void put_sf_name(weir_buf *b, const weir_rule_limit *l)
 {
     weir_buf_putc(b, '"');
@@ -197,7 +216,7 @@ void weir_api_render_headers(weir_headers *out, const weir_api_decision *dec,
         end_field(out);
     }
     if (opts->legacy) {
-        weir_buf_put_u64(BEGIN(out, "X-RateLimit-Limit"), m->requests_per_unit);
+        weir_buf_put_u64(BEGIN(out, "X-RateLimit-Limit"), legacy_limit(m));
         end_field(out);
         weir_buf_put_u64(BEGIN(out, "X-RateLimit-Remaining"), remaining);
         end_field(out);

@@ -565,6 +565,23 @@ def test_get_form_with_check_header(weir_factory):
     assert r.json()["detail"] == NO_ENTRIES
 
 
+def test_legacy_limit_is_the_burst_when_it_is_larger(weir_factory):
+    """X-RateLimit-Remaining is never above X-RateLimit-Limit: a token
+    bucket of 5 a second with a burst of 20 says 20."""
+    w = weir_factory("domain: b\n"
+                     "descriptors:\n"
+                     "  - key: k\n"
+                     "    rate_limit: {unit: second, requests_per_unit: 5, algorithm: token_bucket,"
+                     " burst: 20}\n"
+                     "  - key: g\n"
+                     "    rate_limit: {unit: second, requests_per_unit: 5, algorithm: gcra}\n")
+    r = w.get("/v1/check?domain=b&k=x")
+    assert (r.header("X-RateLimit-Limit"), r.header("X-RateLimit-Remaining")) == ("20", "19")
+    # GCRA's default burst of 1 is below the rate: the rate is the limit
+    r = w.get("/v1/check?domain=b&g=x")
+    assert (r.header("X-RateLimit-Limit"), r.header("X-RateLimit-Remaining")) == ("5", "0")
+
+
 def test_head(weir):
     g = weir.get("/v1/check?domain=test&ban=x")
     h = weir.request("HEAD", "/v1/check?domain=test&ban=x")

@@ -136,9 +136,9 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
     if (n_entries > d->lim.max_entries)
         return weir_api_dec_error(err, 413, NULL, "too many entries (%zu > %zu)", n_entries,
                                   d->lim.max_entries);
-    if (n_entries == 0)
+    if (n_entries == 0 && r->domain_len > 0)
         /* the engine would say "descriptors[0] has no entries": here, what
-         * to add */
+         * to add (an empty domain is the engine's to refuse first) */
         return weir_api_dec_error(err, 400, NULL,
                                   "no descriptor entries: add them as query parameters "
                                   "(/v1/check?domain=%.*s&remote_address=192.0.2.1), or start "

@@ -759,14 +759,15 @@ static void query_basic(void **unused)
     assert_int_equal(r->descriptors[0].n_entries, 2);
     assert_entry(&r->descriptors[0].entries[0], "k", "");
     assert_entry(&r->descriptors[0].entries[1], "k2", "v=1");
-    /* only the domain: one descriptor without entries (the engine refuses it) */
+    /* an empty domain: one descriptor without entries (the engine refuses
+     * the domain first) */
     assert_true(query(d, "domain=", &err));
     r = weir_api_request(d, 0);
     assert_int_equal(r->domain_len, 0);
     assert_int_equal(r->n_descriptors, 1);
     assert_int_equal(r->descriptors[0].n_entries, 0);
     /* a parameter spelled with escapes is still the domain */
-    assert_true(query(d, "%64omain=x%00y", &err));
+    assert_true(query(d, "%64omain=x%00y&k=v", &err));
     r = weir_api_request(d, 0);
     assert_int_equal(r->domain_len, 3);
     assert_memory_equal(r->domain, "x\0y", 3);
@@ -791,15 +792,19 @@ static void query_errors(void **unused)
     expect_query_error(d, "domain=a&us%01er", 400, "query parameter 'us?er' has no value");
     expect_query_error(d, "domain=a&domain=b", 400, "duplicate query parameter 'domain'");
     expect_query_error(d, "domain=a&hits=1&hits=2", 400, "duplicate query parameter 'hits'");
-    static const char *const bad_hits[] = {"domain=a&hits=", "domain=a&hits=-1",
-                                           "domain=a&hits=1.0", "domain=a&hits=9007199254740993",
-                                           "domain=a&hits=+1"};
+    expect_query_error(d, "domain=a&hits=1", 400,
+                       "no descriptor entries: add them as query parameters "
+                       "(/v1/check?domain=a&remote_address=192.0.2.1), or start weir serve with "
+                       "--check-header HEADER=KEY");
+    static const char *const bad_hits[] = {
+        "domain=a&k=v&hits=", "domain=a&k=v&hits=-1", "domain=a&k=v&hits=1.0",
+        "domain=a&k=v&hits=9007199254740993", "domain=a&k=v&hits=+1"};
     for (size_t i = 0; i < sizeof(bad_hits) / sizeof(bad_hits[0]); i++)
         expect_query_error(d, bad_hits[i], 400,
                            "query parameter 'hits': must be an integer from 0 to "
                            "9007199254740992");
     weir_api_error err;
-    assert_true(query(d, "domain=a&hits=9007199254740992", &err));
+    assert_true(query(d, "domain=a&k=v&hits=9007199254740992", &err));
     assert_int_equal(weir_api_request(d, 0)->hits, 9007199254740992ull);
     weir_api_decoder_free(d);
 }

@@ -226,7 +226,8 @@ static void load_dir(rules_loader *ld, const char *path)
         weir__rules_error(ld, path, 0, 0, "directory holds more than %u rule files",
                           WEIR_RULES_MAX_FILES);
     if (!too_many && !ld->nomem) {
-        qsort(names, n, sizeof(*names), cmp_name);
+        if (n > 1) /* an empty directory has no array to sort (qsort(NULL) is undefined) */
+            qsort(names, n, sizeof(*names), cmp_name);
         for (size_t i = 0; i < n && !ld->nomem; i++) {
             struct stat st;
             /* stat() follows links: ConfigMap files are symlinks into

@@ -335,7 +335,8 @@ def test_full_redis_without_eviction_fails_over(weir_factory, redis_factory):
         assert "OOM" in str(e)
     r = w.check("api", {"closed": "b"})
     assert r.status == 429 and json.loads(r.text())["statuses"][0]["failure_mode"] is True
-    assert w.count_log(r"event=redis_error.*OOM") >= 1
+    # the log line is read by the harness's own thread: wait for it
+    w.wait_for_log(r"event=redis_error.*OOM", timeout=5)
 
 
 def test_local_failure_mode_and_its_marks(weir_factory, redis_factory, pb):

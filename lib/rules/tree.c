@@ -78,6 +78,9 @@ static uint32_t clamp_u32(uint64_t v)
 }
 
 static void fill(weir_rules_error *e, const char *file, uint64_t line, uint64_t column,
+                 const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+
+static void fill(weir_rules_error *e, const char *file, uint64_t line, uint64_t column,
                  const char *fmt, va_list ap)
 {
     snprintf(e->file, sizeof(e->file), "%s", file ? file : "");

@@ -314,6 +314,11 @@ static int start(server *s)
         dlog(warn ? WEIR_LOG_WARN : WEIR_LOG_INFO, "store_checked", "store", store_shown, "result",
              msg, NULL);
     weir_rules *rules = server_load_rules(s);
+    if (!rules && s->opt.force_start && weir_rules_empty(s->ctx, &rules) == WEIR_OK)
+        dlog(WEIR_LOG_WARN, "started_without_rules", "path", s->opt.rules, "detail",
+             "--force-start: every request is allowed until the rules load (a fix to the "
+             "files, or SIGHUP)",
+             NULL);
     if (!rules) {
         fprintf(stderr, "weir serve: %s: the rules did not load (see above)\n", s->opt.rules);
         return 1;

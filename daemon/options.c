@@ -108,6 +108,13 @@ static const option options[] = {
     {"shadow-mode", "WEIR_SHADOW_MODE", "BOOL", "false", K_BOOL, AT(shadow_mode),
      "every descriptor in shadow mode: counted and reported, never denied (upstream's "
      "SHADOW_MODE)"},
+    {"force-start", "WEIR_FORCE_START", "BOOL", "false", K_BOOL, AT(force_start),
+     "start even when the rules do not load: every request is allowed until a reload loads "
+     "them (upstream's FORCE_START_WITHOUT_INITIAL_CONFIG)"},
+    {"health-needs-rules", "WEIR_HEALTH_NEEDS_RULES", "BOOL", "false", K_BOOL,
+     AT(health_needs_rules),
+     "/healthz and gRPC health fail until rules with a domain are in force (upstream's "
+     "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED)"},
     {"strict", "WEIR_STRICT", "BOOL", "false", K_BOOL, AT(strict),
      "rule warnings (no domain loaded, an empty rate_limit, ...) are errors: the rules are "
      "refused"},

@@ -44,8 +44,10 @@ typedef struct serve_options {
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;
-    bool strict;      /* rule warnings are errors */
-    bool shadow_mode; /* every descriptor in shadow mode (upstream's SHADOW_MODE) */
+    bool strict;             /* rule warnings are errors */
+    bool force_start;        /* start with no rules when they do not load */
+    bool health_needs_rules; /* unhealthy until rules with a domain are in force */
+    bool shadow_mode;        /* every descriptor in shadow mode (upstream's SHADOW_MODE) */
     bool watch;
     uint64_t max_connections;
     uint64_t max_header_bytes;

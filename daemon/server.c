@@ -99,6 +99,14 @@ void server_log_loaded(server *s, const server_rules_counts *c, const char *why)
     snprintf(l, sizeof(l), "%zu", c->limits);
     dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, "domains", d,
          "descriptors", r, "limits", l, NULL);
+    if (c->domains > 0)
+        atomic_store(&s->rules_seen, true);
+}
+
+bool server_healthy(server *s)
+{
+    return !atomic_load(&s->draining) &&
+           (!s->opt.health_needs_rules || atomic_load(&s->rules_seen));
 }
 
 /* Logs the load's warnings (rules that load but likely do not do what

@@ -42,9 +42,10 @@ typedef struct server {
     struct worker *workers;
     server_listener listeners[SERVER_MAX_LISTENERS];
     unsigned n_listeners;
-    _Atomic bool draining; /* /healthz fails; listeners close after the delay */
-    _Atomic bool closing;  /* listeners closed; idle connections go */
-    _Atomic bool stopping; /* shutdown timeout passed: close everything */
+    _Atomic bool draining;   /* /healthz fails; listeners close after the delay */
+    _Atomic bool rules_seen; /* rules with a domain have been in force */
+    _Atomic bool closing;    /* listeners closed; idle connections go */
+    _Atomic bool stopping;   /* shutdown timeout passed: close everything */
     _Atomic int64_t connections;
     /* WEIR_TEST_FAIL_CONN_ALLOC=N: every Nth connection's memory is
      * refused, as under memory exhaustion (for the tests; 0 = never) */
@@ -74,8 +75,13 @@ typedef struct server_rules_counts {
 } server_rules_counts;
 server_rules_counts server_count_rules(const weir_rules *rules);
 /** event=rules_loaded with the counts (0 domains: every request is
- *  allowed, and a warning said so already). */
+ *  allowed, and a warning said so already); rules with a domain mark the
+ *  service healthy for --health-needs-rules. */
 void server_log_loaded(server *s, const server_rules_counts *c, const char *why);
+
+/** Whether health checks pass: not draining, and rules with a domain in
+ *  force when --health-needs-rules asks for them. */
+bool server_healthy(server *s);
 
 /** Make @rules' /v1/rules text the one served; false when out of memory. */
 bool server_set_rules_text(server *s, const weir_rules *rules);

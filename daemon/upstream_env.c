@@ -168,6 +168,8 @@ static const struct {
     {"MERGE_DOMAIN_CONFIG", "merge-domains"},
     {"SHADOW_MODE", "shadow-mode"},
     {"LIMIT_RESPONSE_HEADERS_ENABLED", "grpc-response-headers"},
+    {"FORCE_START_WITHOUT_INITIAL_CONFIG", "force-start"},
+    {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "health-needs-rules"},
 };
 
 bool serve_options_upstream(serve_options *o, FILE *err)

@@ -171,9 +171,9 @@ static void health_check(grpc_calls *gc, const stream *s, const weir_grpc_call *
         answer(s, WEIR_GRPC_NOT_FOUND, "unknown service", NULL);
         return;
     }
-    bool draining = atomic_load(&s->cn->w->srv->draining);
+    bool healthy = server_healthy(s->cn->w->srv);
     weir_buf_clear(&gc->msg);
-    weir_health_encode(&gc->msg, draining ? WEIR_HEALTH_NOT_SERVING : WEIR_HEALTH_SERVING);
+    weir_health_encode(&gc->msg, healthy ? WEIR_HEALTH_SERVING : WEIR_HEALTH_NOT_SERVING);
     answer(s, WEIR_GRPC_OK, NULL, &gc->msg);
 }
 

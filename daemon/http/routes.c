@@ -419,12 +419,14 @@ static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *
     (void)req;
     worker *w = a->conn->w;
     bool draining = atomic_load(&w->srv->draining);
+    bool healthy = server_healthy(w->srv);
     weir_redis_stats r;
     bool redis = weir_redis_stats_get(w->srv->store, &r) == WEIR_OK;
     bool degraded = redis && (r.breaker != WEIR_REDIS_CLOSED || r.connections == 0);
     weir_buf_clear(&w->body);
     weir_buf_printf(&w->body, "{\"status\":\"%s\"",
                     draining   ? "draining"
+                    : !healthy ? "no_rules"
                     : degraded ? "degraded"
                                : "ok");
     if (redis)
@@ -437,16 +439,17 @@ static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *
         http_answer_problem(a, 500, "out of memory");
         return;
     }
-    http_answer_respond(a, draining ? 503 : 200, "application/json", NULL, w->body.p, w->body.len);
+    http_answer_respond(a, healthy ? 200 : 503, "application/json", NULL, w->body.p, w->body.len);
 }
 
 static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     (void)rs;
     (void)req;
-    bool draining = atomic_load(&a->conn->w->srv->draining);
-    const char *body = draining ? "draining" : "OK";
-    http_answer_respond(a, draining ? 503 : 200, "text/plain", NULL, body, strlen(body));
+    server *srv = a->conn->w->srv;
+    bool healthy = server_healthy(srv);
+    const char *body = atomic_load(&srv->draining) ? "draining" : healthy ? "OK" : "no rules";
+    http_answer_respond(a, healthy ? 200 : 503, "text/plain", NULL, body, strlen(body));
 }
 
 static void rules_text(http_answer *a, bool upstream)

@@ -231,6 +231,11 @@ WEIR_API size_t weir_rules_warning_count(const weir_rules *rules);
 /** The i-th warning in the order found, or NULL when out of range. */
 WEIR_API const weir_rules_error *weir_rules_warning_at(const weir_rules *rules, size_t i);
 
+/** weir_rules_empty() - rules with no domain (every request is allowed):
+ *  what a service serves until its first rules load. Returns WEIR_OK,
+ *  WEIR_EINVAL (NULL argument) or WEIR_ENOMEM. Since 0.2. */
+WEIR_API weir_status weir_rules_empty(weir_ctx *ctx, weir_rules **out);
+
 /** Free loaded rules. NULL is a no-op. No accessor result may be used
  *  afterwards. */
 WEIR_API void weir_rules_free(weir_rules *rules);

@@ -291,6 +291,13 @@ static void warn_no_domain(rules_loader *ld, const char *path)
     weir__free(ctx, hint);
 }
 
+weir_status weir_rules_empty(weir_ctx *ctx, weir_rules **out)
+{
+    rules_loader ld;
+    weir_status st = begin(ctx, NULL, out, NULL, 0, &ld);
+    return st == WEIR_OK ? end(&ld, out, NULL) : st;
+}
+
 weir_status weir_rules_load(weir_ctx *ctx, const char *path, const weir_rules_options *opts,
                             weir_rules **out, weir_rules_error *errors, size_t max_errors,
                             size_t *n_errors)

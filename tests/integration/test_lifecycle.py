@@ -370,6 +370,31 @@ def test_upstream_shadow_mode_and_port(weir_factory):
     assert status["shadow"] is True and status["would_deny"] is True, status
 
 
+def test_force_start_without_rules_then_healthy_once_they_load(weir_factory):
+    """--force-start (upstream's FORCE_START_WITHOUT_INITIAL_CONFIG): rules
+    that do not load leave the service up and allowing everything, until a
+    fix loads; with --health-needs-rules (HEALTHY_WITH_AT_LEAST_ONE_CONFIG_
+    LOADED) the health checks fail until then."""
+    w = weir_factory("domain: test\ndescriptors: [\n", "--force-start", "--health-needs-rules")
+    assert w.count_log(r"level=warn event=started_without_rules") == 1
+    r = w.get("/healthz")
+    assert r.status == 503 and r.json()["status"] == "no_rules", r
+    assert w.get("/healthcheck").status == 503
+    assert w.post("/json", {"domain": "test", "descriptors": [
+        {"entries": [{"key": "keep", "value": "k"}]}]}).status == 200
+    mark = len(w.lines)
+    w.write_rules(rules(keep=1))
+    w.wait_for_log(r"event=rules_loaded reason=file_changed .*domains=1", since=mark, timeout=5)
+    assert w.get("/healthz").status == 200
+    assert take(w).status == 200
+    assert take(w).status == 429  # the rules are in force now
+
+
+def test_health_needs_no_rules_by_default(weir_factory):
+    w = weir_factory("domain: test\ndescriptors: [\n", "--force-start")
+    assert w.get("/healthz").status == 200
+
+
 def test_upstream_runtime_root_layout(tmp_path):
     """RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/config, as envoyproxy/ratelimit reads
     it, when no --rules (or WEIR_RULES) is given; a --rules at the root says

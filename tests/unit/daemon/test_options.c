@@ -66,7 +66,9 @@ static void clear_env(void)
                                        "REDIS_TLS",
                                        "RUNTIME_ROOT",
                                        "RUNTIME_SUBDIRECTORY",
-                                       "RUNTIME_APPDIRECTORY"};
+                                       "RUNTIME_APPDIRECTORY",
+                                       "FORCE_START_WITHOUT_INITIAL_CONFIG",
+                                       "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -168,7 +170,11 @@ static void upstream_environment(void **unused)
     setenv("REDIS_AUTH", "user:p@ss/word", 1);
     setenv("RUNTIME_ROOT", "/srv/runtime", 1);
     setenv("RUNTIME_SUBDIRECTORY", "ratelimit", 1);
+    setenv("FORCE_START_WITHOUT_INITIAL_CONFIG", "true", 1);
+    setenv("HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "true", 1);
     assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_true(o.force_start);
+    assert_true(o.health_needs_rules);
     assert_string_equal(o.http, "0.0.0.0:9090");
     assert_string_equal(o.grpc, "127.0.0.1:9091");
     assert_int_equal(o.log_level, WEIR_LOG_WARN);

@@ -1,7 +1,8 @@
 /*
  * test_load_options.c - load options that change every rule: the global
  * shadow mode (upstream's SHADOW_MODE) puts every descriptor, at every
- * depth, in shadow mode; without it only those that say so are.
+ * depth, in shadow mode; without it only those that say so are. And
+ * the empty rules a service starts with when its own do not load.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,10 +50,28 @@ static void global_shadow_mode(void **unused)
     weir_ctx_free(ctx);
 }
 
+/* Rules with no domain, for a service that starts before its rules load. */
+static void empty_rules(void **unused)
+{
+    (void)unused;
+    weir_ctx *ctx;
+    assert_int_equal(weir_ctx_new(NULL, &ctx), WEIR_OK);
+    weir_rules *r;
+    assert_int_equal(weir_rules_empty(ctx, &r), WEIR_OK);
+    assert_int_equal(weir_rules_domain_count(r), 0);
+    assert_int_equal(weir_rules_rule_count(r), 0);
+    assert_int_equal(weir_rules_warning_count(r), 0);
+    weir_rules_free(r);
+    assert_int_equal(weir_rules_empty(NULL, &r), WEIR_EINVAL);
+    assert_int_equal(weir_rules_empty(ctx, NULL), WEIR_EINVAL);
+    weir_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(global_shadow_mode),
+        cmocka_unit_test(empty_rules),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

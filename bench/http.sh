@@ -39,25 +39,11 @@ PEAK_CONNS=${PEAK_CONNS:-32}
 LAT_CONNS=${LAT_CONNS:-"1 2 3 4 6 8 16"}
 here=bench/http
 
-for tool in wrk nginx python3; do
-    command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || {
-        echo "bench/http.sh: $tool is missing (scripts/deps.sh installs it)" >&2
-        exit 1
-    }
-done
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$WEIR" ] || { echo "bench/http.sh: build $WEIR first (make build)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 . bench/ports.sh
+need wrk nginx python3
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+need_weir "make build"
+bench_tmp
 
 cat >"$tmp/rules.yaml" <<'YAML'
 domain: bench

@@ -1,5 +1,6 @@
-# bench/ports.sh - sourced by the benchmark scripts: loopback ports chosen
-# at run time, and waiting until something listens on one.
+# bench/ports.sh - sourced by the benchmark scripts: the tools they need,
+# a temporary directory cleaned up at exit with the servers they started,
+# loopback ports chosen at run time, and waiting until something listens.
 
 # A free port on 127.0.0.1 (the kernel's choice).
 free_port() {
@@ -15,4 +16,28 @@ wait_port() {
     done
     echo "$(basename "$0"): nothing listens on port $1" >&2
     exit 1
+}
+
+# need TOOL...: exit 1 naming the first one missing (on the PATH, or in
+# /usr/sbin for nginx and the like).
+need() {
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || {
+            echo "$(basename "$0"): $tool is missing (scripts/deps.sh installs it)" >&2
+            exit 1
+        }
+    done
+}
+
+# need_weir HOW: exit 1 unless $WEIR is built (HOW says how to build it).
+need_weir() {
+    [ -x "$WEIR" ] || { echo "$(basename "$0"): build $WEIR first ($1)" >&2; exit 1; }
+}
+
+# A temporary directory $tmp; at exit the processes in $pids are stopped
+# and $tmp is removed.
+bench_tmp() {
+    tmp=$(mktemp -d)
+    pids=()
+    trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 }

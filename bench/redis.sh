@@ -32,24 +32,10 @@ DURATION=${DURATION:-5}
 DESCRIPTORS=${DESCRIPTORS:-3}
 KEYS=${KEYS:-100000}
 
-for tool in redis-server redis-cli redis-benchmark python3; do
-    command -v "$tool" >/dev/null || {
-        echo "bench/redis.sh: $tool is missing (scripts/deps.sh installs it)" >&2
-        exit 1
-    }
-done
-[ -x "$WEIR" ] || { echo "bench/redis.sh: build $WEIR first (make build)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 . bench/ports.sh
+need redis-server redis-cli redis-benchmark python3
+need_weir "make build"
+bench_tmp
 
 rport=$(free_port)
 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$tmp" \

@@ -23,24 +23,10 @@ N16=${N16:-3000000} # requests per run, pipeline 16
 CLIENTS=${CLIENTS:-50}
 KEYS=${KEYS:-100000}
 
-for tool in redis-server redis-cli redis-benchmark python3 taskset; do
-    command -v "$tool" >/dev/null || {
-        echo "bench/resp.sh: $tool is missing (scripts/deps.sh installs it)" >&2
-        exit 1
-    }
-done
-[ -x "$WEIR" ] || { echo "bench/resp.sh: build $WEIR first (make build)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
 . bench/ports.sh
+need redis-server redis-cli redis-benchmark python3 taskset
+need_weir "make build"
+bench_tmp
 
 rport=$(free_port)
 taskset -c 1 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \

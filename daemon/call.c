@@ -132,37 +132,47 @@ call *call_new(conn *cn, const call_ops *ops, const weir_request *req, size_t da
     return c;
 }
 
+/* A call with no request, and a copy of @n bytes of @name after the
+ * protocol's bytes (*@copy). */
+static call *call_with_name(conn *cn, const call_ops *ops, size_t data_bytes, const void *name,
+                            size_t n, uint64_t t0_ns, const char **copy)
+{
+    weir_request none = {0};
+    call *c = call_new(cn, ops, &none, data_bytes + n, t0_ns);
+    if (!c)
+        return NULL;
+    char *p = (char *)c + align_up(sizeof(call)) + data_bytes;
+    memcpy(p, name, n);
+    *copy = p;
+    return c;
+}
+
 call *call_new_key(conn *cn, const call_ops *ops, const weir_key_op *op, size_t data_bytes,
                    uint64_t t0_ns)
 {
-    weir_request none = {0};
-    call *c = call_new(cn, ops, &none, data_bytes + op->name_len, t0_ns);
+    const char *name;
+    call *c = call_with_name(cn, ops, data_bytes, op->name, op->name_len, t0_ns, &name);
     if (!c)
         return NULL;
     c->keyed = true;
     c->key = *op;
+    c->key.name = name;
     if (op->limit) {
         c->key_limit = *op->limit;
         c->key.limit = &c->key_limit;
     }
-    /* the name after the protocol's bytes */
-    char *name = (char *)c + align_up(sizeof(call)) + data_bytes;
-    memcpy(name, op->name, op->name_len);
-    c->key.name = name;
     return c;
 }
 
 call *call_new_release(conn *cn, const call_ops *ops, const weir_lease *lease, size_t data_bytes,
                        uint64_t t0_ns)
 {
-    weir_request none = {0};
-    call *c = call_new(cn, ops, &none, data_bytes + lease->key_len, t0_ns);
+    const char *key;
+    call *c = call_with_name(cn, ops, data_bytes, lease->key, lease->key_len, t0_ns, &key);
     if (!c)
         return NULL;
     c->release = true;
     c->lease = *lease;
-    char *key = (char *)c + align_up(sizeof(call)) + data_bytes;
-    memcpy(key, lease->key, lease->key_len);
     c->lease.key = key;
     return c;
 }

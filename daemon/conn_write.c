@@ -5,7 +5,7 @@
 
 #include "conn.h"
 
-void conn_writer_init(conn_writer *wr, conn *c, void (*written)(conn *c))
+void conn_writer_init(conn_writer *wr, conn *c, void (*written)(conn_writer *wr))
 {
     weir_buf_init(&wr->out[0], SIZE_MAX);
     weir_buf_init(&wr->out[1], SIZE_MAX);
@@ -32,7 +32,7 @@ static void on_write(uv_write_t *req, int status)
         conn_close(wr->c);
         return;
     }
-    wr->written(wr->c);
+    wr->written(wr);
 }
 
 bool conn_writer_flush(conn_writer *wr)

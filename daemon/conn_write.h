@@ -23,10 +23,10 @@ typedef struct conn_writer {
     struct conn *c;
     /* a write handed to libuv completed and the connection is open:
      * the protocol goes on (more to send, resume reading) */
-    void (*written)(struct conn *c);
+    void (*written)(struct conn_writer *wr);
 } conn_writer;
 
-void conn_writer_init(conn_writer *wr, struct conn *c, void (*written)(struct conn *c));
+void conn_writer_init(conn_writer *wr, struct conn *c, void (*written)(conn_writer *wr));
 /** Free the buffers; only once the connection's handles have closed. */
 void conn_writer_free(conn_writer *wr);
 

@@ -3,6 +3,7 @@
  */
 #include "replies.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 
 /* How long a closing connection is drained after its last reply. */
@@ -10,8 +11,13 @@
 /* Queued reply bytes above which reading pauses until they are written. */
 #define MAX_QUEUED_OUT (1u << 20)
 
-void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops,
-                  void (*written)(conn *c))
+/* A write handed to libuv completed: go on sending, or resume reading. */
+static void written(conn_writer *wr)
+{
+    replies_pump((replies *)((char *)wr - offsetof(replies, wr)));
+}
+
+void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops)
 {
     r->c = c;
     r->ops = ops;

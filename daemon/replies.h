@@ -55,10 +55,8 @@ struct replies {
     bool processing;         /* in the protocol's read: it pumps at the end */
 };
 
-/** Set up @r for @c; @written is the connection's conn_writer callback,
- *  which calls replies_pump(). */
-void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops,
-                  void (*written)(conn *c));
+/** Set up @r for @c: its writer's completions pump the replies. */
+void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops);
 /** Free the slots and the writer, once the connection's handles closed. */
 void replies_free(replies *r);
 

@@ -145,9 +145,9 @@ static void on_timer(uv_timer_t *t)
 
 /* ------------------------------------------------------------ writing */
 
-static void on_written(conn *base)
+static void on_written(conn_writer *wr)
 {
-    grpc_conn *c = (grpc_conn *)base;
+    grpc_conn *c = (grpc_conn *)wr->c;
     pump(c);
     if (!c->base.closed && c->paused && !c->wr.writing) {
         c->paused = false;

@@ -209,11 +209,6 @@ static void stalled(replies *r)
 
 static const replies_ops http_replies = {resume, stalled};
 
-static void on_written(conn *base)
-{
-    replies_pump(&((http_conn *)base)->r);
-}
-
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     http_conn *c = s->data;
@@ -273,7 +268,7 @@ static void http_accept(listener *l)
     http_conn *c = (http_conn *)conn_accept(l, sizeof(http_conn), conn_free);
     if (!c)
         return;
-    replies_init(&c->r, &c->base, sizeof(http_answer), &http_replies, on_written);
+    replies_init(&c->r, &c->base, sizeof(http_answer), &http_replies);
     weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
     size_t cap = lim.max_header_bytes + lim.max_body_bytes;
     size_t psize = (weir_http1_size() + 15) & ~(size_t)15;

@@ -78,8 +78,10 @@ typedef struct resp_target {
  *  memory. */
 bool resp_target_for(resp_conn *c, resp_target *t);
 weir_buf *resp_target_buf(const resp_target *t);
-/** The reply is written: count it, and send it when it was held. */
-void resp_target_done(const resp_target *t, bool from_loop);
+/** The reply of a command begun at @t0_ns is written: count its time
+ *  (weir_request_duration_seconds with proto="resp"), and send it when it
+ *  was held. */
+void resp_target_done(const resp_target *t, uint64_t t0_ns, bool from_loop);
 
 /** Whether @a is @lit, ignoring ASCII case. */
 bool resp_arg_is(const weir_resp_arg *a, const char *lit);

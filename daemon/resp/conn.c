@@ -231,11 +231,6 @@ static void stalled(replies *r)
 
 static const replies_ops resp_replies = {resume, stalled};
 
-static void on_written(conn *base)
-{
-    replies_pump(&((resp_conn *)base)->r);
-}
-
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 {
     resp_conn *c = s->data;
@@ -296,7 +291,7 @@ static void resp_accept(listener *l)
     resp_conn *c = (resp_conn *)conn_accept(l, sizeof(resp_conn), conn_free);
     if (!c)
         return;
-    replies_init(&c->r, &c->base, sizeof(resp_slot), &resp_replies, on_written);
+    replies_init(&c->r, &c->base, sizeof(resp_slot), &resp_replies);
     weir_buf_init(&c->in, SIZE_MAX);
     weir_resp_limits lim = {RESP_MAX_ARGS, RESP_MAX_BULK, RESP_MAX_INLINE};
     if (!(c->parser = weir_resp_parser_new(&lim))) {

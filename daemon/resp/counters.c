@@ -21,6 +21,7 @@ typedef struct group {
     int64_t counted;
     weir_status failed;
     bool release; /* a lease not held is no failure, only not counted */
+    uint64_t t0_ns;
 } group;
 
 typedef struct member {
@@ -37,7 +38,7 @@ static void group_end(group *g, bool from_loop)
             weir_resp_errorf(b, "ERR the store failed: %s", weir_strerror(g->failed));
         else
             weir_resp_int(b, g->counted);
-        resp_target_done(&g->t, from_loop);
+        resp_target_done(&g->t, g->t0_ns, from_loop);
     }
     free(g);
 }
@@ -80,6 +81,7 @@ static group *group_new(resp_conn *c, bool release)
     }
     g->pending = 1;
     g->release = release;
+    g->t0_ns = uv_hrtime();
     return g;
 }
 

@@ -74,20 +74,17 @@ weir_buf *resp_target_buf(const resp_target *t)
     return t->slot ? &t->slot->slot.bytes : resp_out(t->conn);
 }
 
-void resp_target_done(const resp_target *t, bool from_loop)
+void resp_target_done(const resp_target *t, uint64_t t0_ns, bool from_loop)
 {
-    metrics_request(t->conn->base.w->metrics, PROTO_RESP, 0, 0, 0);
+    metrics_request(t->conn->base.w->metrics, PROTO_RESP, (int64_t)(uv_hrtime() - t0_ns), 0, 0);
     if (t->slot)
         resp_slot_ready(t->slot, from_loop);
 }
 
-/* The reply of @k is written: count its time (weir_request_duration_seconds
- * with proto="resp") and send it when it was held. */
+/* The reply of call @k is written. */
 static void target_done(const resp_target *t, const call *k)
 {
-    metrics_request(k->conn->w->metrics, PROTO_RESP, (int64_t)(uv_hrtime() - k->t0_ns), 0, 0);
-    if (t->slot)
-        resp_slot_ready(t->slot, !k->deciding);
+    resp_target_done(t, k->t0_ns, !k->deciding);
 }
 
 /* A call that took no decision: its target is answered with an error. */

@@ -14,7 +14,7 @@
 /* A write handed to libuv completed: go on sending, or resume reading. */
 static void written(conn_writer *wr)
 {
-    replies_pump((replies *)((char *)wr - offsetof(replies, wr)));
+    replies_pump((replies *)(void *)((char *)wr - offsetof(replies, wr)));
 }
 
 void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "decision_log.h"
 
 static size_t align_up(size_t n)
 {
@@ -268,39 +268,11 @@ static void release(call *c)
     call_free(c);
 }
 
-/* A sample of the decisions the store's failure made (at most one line a
- * second a worker): which limit, and how its failure mode decided. */
-static void log_failure_mode(worker *w, const weir_descriptor_status *st, size_t n)
-{
-    const weir_descriptor_status *s = NULL;
-    for (size_t i = 0; i < n && !s; i++)
-        if (st[i].failure_mode && st[i].limit)
-            s = &st[i];
-    if (!s)
-        return;
-    uint64_t now = uv_now(&w->loop);
-    if (w->failure_logged_ms && now - w->failure_logged_ms < 1000) {
-        w->failure_unlogged++;
-        return;
-    }
-    const char *mode = s->local                                      ? "local"
-                       : s->limit->failure_mode == WEIR_FAILURE_DENY ? "deny"
-                                                                     : "allow";
-    char unlogged[24];
-    snprintf(unlogged, sizeof(unlogged), "%llu", (unsigned long long)w->failure_unlogged);
-    dlog(WEIR_LOG_WARN, "failure_mode_decision", "domain", s->limit->domain, "rule",
-         s->limit->name ? s->limit->name : s->limit->path, "mode", mode, "code",
-         s->code == WEIR_CODE_OVER_LIMIT ? "OVER_LIMIT" : "OK", "unlogged_since_last", unlogged,
-         NULL);
-    w->failure_logged_ms = now;
-    w->failure_unlogged = 0;
-}
-
 static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
 {
     call *c = arg;
     c->completed = true;
-    log_failure_mode(c->conn->w, st, n);
+    decision_log(c->conn->w, &c->req, overall, st, n);
     if (!c->answered && !c->conn->closed) {
         c->answered = true;
         c->ops->decided(c, overall, st, n);

@@ -63,6 +63,11 @@ typedef struct worker {
      * many went unlogged since the last */
     uint64_t failure_logged_ms;
     uint64_t failure_unlogged;
+    /* debug lines of decisions: those written in the second that started
+     * at debug_second_ms, and those left out */
+    uint64_t debug_second_ms;
+    unsigned debug_lines;
+    uint64_t debug_unlogged;
 } worker;
 
 /** Start the worker's thread and loop on the server's listening sockets.

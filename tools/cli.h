@@ -4,6 +4,10 @@
 #ifndef WEIR_TOOLS_CLI_H
 #define WEIR_TOOLS_CLI_H
 
+#include <stdbool.h>
+
+#include "weir/weir.h"
+
 typedef struct weir_cli_command {
     const char *name;
     const char *help;
@@ -15,6 +19,15 @@ int weir_cli_sim(int argc, char **argv);
 
 /* `weir config check|print PATH`: argv[0] is "config". */
 int weir_cli_config(int argc, char **argv);
+
+/* `weir explain RULES REQUEST`: argv[0] is "explain". */
+int weir_cli_explain(int argc, char **argv);
+
+/* Loads @path as the daemon does, printing every problem and warning to
+ * stderr as "file:line:column: message" (@cmd names the command in the
+ * others); with @strict a warning fails the load. 0 with *@out set, or 1. */
+int weir_cli_load_rules(const char *cmd, const char *path, const weir_rules_options *opts,
+                        bool strict, weir_ctx *ctx, weir_rules **out);
 
 /* `weir bench SUBCOMMAND` (load generators): argv[0] is "bench". */
 int weir_cli_bench(int argc, char **argv);

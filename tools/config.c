@@ -80,23 +80,14 @@ static int parse_args(int argc, char **argv, config_args *a)
     return -1;
 }
 
-int weir_cli_config(int argc, char **argv)
+int weir_cli_load_rules(const char *cmd, const char *path, const weir_rules_options *opts,
+                        bool strict, weir_ctx *ctx, weir_rules **out)
 {
-    config_args a;
-    int rc = parse_args(argc, argv, &a);
-    if (rc >= 0)
-        return rc;
-
-    weir_ctx *ctx;
-    if (weir_ctx_new(NULL, &ctx) != WEIR_OK) {
-        fprintf(stderr, "weir config: out of memory\n");
-        return 1;
-    }
     weir_rules_error *errs = calloc(MAX_REPORTED_ERRORS, sizeof(*errs));
     weir_rules *rules = NULL;
     size_t n_errs = 0;
     weir_status st =
-        errs ? weir_rules_load(ctx, a.path, &a.opts, &rules, errs, MAX_REPORTED_ERRORS, &n_errs)
+        errs ? weir_rules_load(ctx, path, opts, &rules, errs, MAX_REPORTED_ERRORS, &n_errs)
              : WEIR_ENOMEM;
     if (st != WEIR_OK) {
         size_t shown = n_errs < MAX_REPORTED_ERRORS ? n_errs : MAX_REPORTED_ERRORS;
@@ -110,12 +101,11 @@ int weir_cli_config(int argc, char **argv)
         if (n_errs > shown)
             fprintf(stderr, "... and %zu more\n", n_errs - shown);
         if (n_errs == 0)
-            fprintf(stderr, "%s: %s\n", a.path, weir_strerror(st));
+            fprintf(stderr, "%s: %s: %s\n", cmd, path, weir_strerror(st));
         else
-            fprintf(stderr, "%s: %zu problem%s, rules not loaded\n", a.path, n_errs,
+            fprintf(stderr, "%s: %zu problem%s, rules not loaded\n", path, n_errs,
                     n_errs == 1 ? "" : "s");
         free(errs);
-        weir_ctx_free(ctx);
         return 1;
     }
     free(errs);
@@ -129,13 +119,34 @@ int weir_cli_config(int argc, char **argv)
         else
             fprintf(stderr, "%s: warning: %s\n", w->file, w->message);
     }
-    if (a.strict && nw > 0) {
-        fprintf(stderr, "%s: %zu warning%s, and --strict: not accepted\n", a.path, nw,
+    if (strict && nw > 0) {
+        fprintf(stderr, "%s: %zu warning%s, and --strict: not accepted\n", path, nw,
                 nw == 1 ? "" : "s");
         weir_rules_free(rules);
+        return 1;
+    }
+    *out = rules;
+    return 0;
+}
+
+int weir_cli_config(int argc, char **argv)
+{
+    config_args a;
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+
+    weir_ctx *ctx;
+    if (weir_ctx_new(NULL, &ctx) != WEIR_OK) {
+        fprintf(stderr, "weir config: out of memory\n");
+        return 1;
+    }
+    weir_rules *rules;
+    if (weir_cli_load_rules("weir config", a.path, &a.opts, a.strict, ctx, &rules) != 0) {
         weir_ctx_free(ctx);
         return 1;
     }
+    size_t nw = weir_rules_warning_count(rules);
 
     if (strcmp(a.verb, "check") == 0) {
         size_t nd = weir_rules_domain_count(rules);

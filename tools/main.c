@@ -12,6 +12,7 @@ static const weir_cli_command commands[] = {
     {"serve", "run the rate limit service (HTTP and gRPC)", weir_cli_serve},
     {"sim", "replay a traffic pattern through every algorithm", weir_cli_sim},
     {"config", "check or print a rule file or directory", weir_cli_config},
+    {"explain", "show how rules match a request and decide it", weir_cli_explain},
     {"bench", "load-test a running weir (gRPC)", weir_cli_bench},
 };
 

@@ -227,14 +227,68 @@ static void answer_check(http_answer *a, const weir_request *req, const weir_api
                         &w->headers, w->body.p, w->body.len);
 }
 
+typedef struct explained {
+    http_answer *a;
+    const weir_request *req;
+    const weir_api_decision *dec;
+} explained;
+
+static void render_explained(void *arg, const weir_match_trace *traces, size_t n)
+{
+    (void)n;
+    explained *x = arg;
+    worker *w = x->a->conn->w;
+    weir_api_render_decision_explained(&w->body, x->dec, x->req, traces);
+}
+
+/* POST /v1/check?explain=1: the decision, and how each descriptor walked
+ * the rules to its limits. */
+static void answer_check_explained(http_answer *a, const weir_request *req,
+                                   const weir_api_decision *dec, int64_t now_us)
+{
+    worker *w = a->conn->w;
+    if (refuse_unknown_domain(a, req, dec))
+        return;
+    render_headers(w, dec, now_us);
+    weir_buf_clear(&w->body);
+    explained x = {a, req, dec};
+    if (weir_engine_explain(w->reader, req, render_explained, &x) != WEIR_OK) {
+        http_answer_problem(a, 503, "out of memory");
+        return;
+    }
+    http_answer_respond(a, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json",
+                        &w->headers, w->body.p, w->body.len);
+}
+
+/* Whether POST /v1/check's query asks for an explanation: explain=1 or
+ * true (0, false or no explain: no). -1 for any other query. */
+static int wants_explain(const weir_http1_str *q)
+{
+    static const char *const yes[] = {"explain=1", "explain=true"};
+    static const char *const no[] = {"", "explain=0", "explain=false"};
+    for (size_t i = 0; i < 2; i++)
+        if (q->n == strlen(yes[i]) && memcmp(q->p, yes[i], q->n) == 0)
+            return 1;
+    for (size_t i = 0; i < 3; i++)
+        if (q->n == strlen(no[i]) && (q->n == 0 || memcmp(q->p, no[i], q->n) == 0))
+            return 0;
+    return -1;
+}
+
 static void check_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     weir_api_error err;
+    int explain = wants_explain(&req->query);
+    if (explain < 0) {
+        http_answer_problem(a, 400,
+                            "POST /v1/check takes one query parameter: explain=1 (or explain=0)");
+        return;
+    }
     if (!weir_api_decode_check(rs->decoder, req->body.p, req->body.n, &err)) {
         http_answer_problem(a, err.status, err.message);
         return;
     }
-    decide_decoded(rs, a, answer_check);
+    decide_decoded(rs, a, explain ? answer_check_explained : answer_check);
 }
 
 static const char *find_header(void *arg, const char *name, size_t *len)

@@ -93,6 +93,10 @@ const weir_request *weir_api_request(const weir_api_decoder *d, size_t i);
 
 /** The JSON decision of POST/GET /v1/check (one object, no newline). */
 void weir_api_render_decision(weir_buf *out, const weir_api_decision *dec);
+/** The same with an "explain" member (weir_api_render_explain()) after
+ *  the statuses when @req and @traces are given. */
+void weir_api_render_decision_explained(weir_buf *out, const weir_api_decision *dec,
+                                        const weir_request *req, const weir_match_trace *traces);
 /** The proto3 JSON RateLimitResponse of POST /json, as upstream writes it. */
 void weir_api_render_envoy_json(weir_buf *out, const weir_api_decision *dec);
 /** The application/problem+json body of a 429: the denying rule (name,
@@ -101,6 +105,29 @@ void weir_api_render_problem(weir_buf *out, const weir_api_decision *dec, int64_
 /** An application/problem+json error body: {"type":"about:blank",
  *  "title":<reason phrase of @status>,"status":@status,"detail":@detail}. */
 void weir_api_render_error(weir_buf *out, int status, const char *detail);
+
+/* ------------------------------------------------------------ explaining */
+
+/*
+ * A decided request explained: per descriptor of @req, the walk @traces
+ * (weir_engine_explain(), one per descriptor) and every limit of the rule
+ * reached (or, for a descriptor that matched nothing and gave its own
+ * limit, that limit) with its verdict in @dec: admitted, denied,
+ * unlimited, or replaced (another matched limit's `replaces` names it).
+ * @dec may be NULL (no verdicts). docs/API.md has the JSON form.
+ */
+/** A JSON array, one object per descriptor: walk (per matched entry: key,
+ *  value, matched: exact / pattern / default, and the rule with its
+ *  file, line and column), miss and reason (why no limit was reached),
+ *  override, and limits. */
+void weir_api_render_explain(weir_buf *out, const weir_request *req, const weir_api_decision *dec,
+                             const weir_match_trace *traces);
+/** The same facts for a person, as lines each ending in '\n'. */
+void weir_api_explain_text(weir_buf *out, const weir_request *req, const weir_api_decision *dec,
+                           const weir_match_trace *traces);
+/** The same facts on one line (no newline), for a log. */
+void weir_api_explain_line(weir_buf *out, const weir_request *req, const weir_api_decision *dec,
+                           const weir_match_trace *traces);
 
 /** The reason phrase of an HTTP status ("Too Many Requests"), "Unknown"
  *  for codes weir does not send. */

@@ -9,58 +9,7 @@
 #include <string.h>
 
 #include "api.h"
-
-/* ------------------------------------------------------------ helpers */
-
-/* Writes the key of an object member, with the comma the member before
- * it needs. */
-typedef struct obj {
-    weir_buf *b;
-    bool first;
-} obj;
-
-static obj obj_open(weir_buf *b)
-{
-    weir_buf_putc(b, '{');
-    return (obj){b, true};
-}
-
-/* @member is `,"key":`; the first member goes without its comma. One
- * append per member: the keys are literals, so their lengths are known. */
-static void obj_member(obj *o, const char *member, size_t n)
-{
-    size_t skip = o->first ? 1 : 0;
-    weir_buf_put(o->b, member + skip, n - skip);
-    o->first = false;
-}
-
-#define obj_key(o, key) obj_member((o), ",\"" key "\":", sizeof(",\"" key "\":") - 1)
-
-static void obj_close(obj *o)
-{
-    weir_buf_putc(o->b, '}');
-}
-
-static void put_str(weir_buf *b, const char *s, size_t n)
-{
-    weir_buf_putc(b, '"');
-    weir_buf_put_json_str(b, s, n);
-    weir_buf_putc(b, '"');
-}
-
-/* A NUL-terminated string, or null for NULL. */
-static void put_cstr(weir_buf *b, const char *s)
-{
-    if (s)
-        put_str(b, s, strlen(s));
-    else
-        weir_buf_puts(b, "null");
-}
-
-static void put_bool(weir_buf *b, bool v)
-{
-    weir_buf_puts(b, v ? "true" : "false");
-}
+#include "jsonw.h"
 
 static const char *code_name(weir_code code)
 {
@@ -139,6 +88,12 @@ static void render_status(weir_buf *b, const weir_descriptor_status *s)
 
 void weir_api_render_decision(weir_buf *out, const weir_api_decision *dec)
 {
+    weir_api_render_decision_explained(out, dec, NULL, NULL);
+}
+
+void weir_api_render_decision_explained(weir_buf *out, const weir_api_decision *dec,
+                                        const weir_request *req, const weir_match_trace *traces)
+{
     const char *code = code_name(dec->overall);
     obj o = obj_open(out);
     obj_key(&o, "allowed");
@@ -153,6 +108,10 @@ void weir_api_render_decision(weir_buf *out, const weir_api_decision *dec)
         render_status(out, &dec->statuses[i]);
     }
     weir_buf_putc(out, ']');
+    if (req && traces) {
+        obj_key(&o, "explain");
+        weir_api_render_explain(out, req, dec, traces);
+    }
     obj_close(&o);
 }
 

@@ -365,6 +365,71 @@ typedef struct weir_lease {
 WEIR_API weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *lease,
                                          int64_t now_us, weir_key_cb cb, void *arg);
 
+/* ------------------------------------------------------------------------ */
+/* Explaining a match                                                       */
+
+/** Since 0.2. How one entry of a descriptor matched a rule. */
+typedef enum weir_match_how {
+    WEIR_MATCH_EXACT = 1,   /* the rule's value equals the entry's */
+    WEIR_MATCH_PATTERN = 2, /* the rule's `*` pattern matched the entry's value */
+    WEIR_MATCH_DEFAULT = 3  /* the rule has the entry's key and no value */
+} weir_match_how;
+
+/** Since 0.2. Why a descriptor's walk reached no limit (or that it did). */
+typedef enum weir_match_miss {
+    WEIR_MISS_NONE = 0, /* every entry matched and the rule reached has limits */
+    WEIR_MISS_DOMAIN,   /* the request's domain has no rules */
+    WEIR_MISS_TOO_DEEP, /* entry `depth` is one more than the rules go: the
+                         * rule the walk reached has no rules below it */
+    WEIR_MISS_KEY,      /* no rule at entry `depth`'s level has its key */
+    WEIR_MISS_VALUE,    /* rules at that level have the key, but none its
+                         * value, a pattern matching it, or no value */
+    WEIR_MISS_SHALLOW,  /* every entry matched; the rule reached has no
+                         * limit of its own, only rules below it: the
+                         * request has fewer entries than they need */
+    WEIR_MISS_NO_LIMIT  /* every entry matched a rule without limits and
+                         * without rules below it (a whitelist) */
+} weir_match_miss;
+
+/** Since 0.2. One matched entry. */
+typedef struct weir_match_level {
+    const weir_rule *rule;
+    weir_match_how how;
+} weir_match_level;
+
+/** Since 0.2. The walk of one descriptor through the rules. */
+typedef struct weir_match_trace {
+    weir_match_miss miss;
+    /** Entries matched: levels[0 .. depth-1]. On a miss of KEY, VALUE or
+     *  TOO_DEEP the walk stopped at entry @depth. */
+    size_t depth;
+    weir_match_level levels[WEIR_RULES_MAX_DEPTH];
+} weir_match_trace;
+
+/** Completion of weir_engine_explain(): one trace per descriptor of the
+ *  request, in order; the traces and the rules they point to are valid
+ *  during the call. */
+typedef void (*weir_explain_cb)(void *arg, const weir_match_trace *traces, size_t n);
+
+/**
+ * weir_engine_explain() - how each descriptor of @req walks the rules in
+ * force: which rule each entry matched and how (exact value, pattern,
+ * default), and where and why a walk that reaches no limit stopped. It
+ * charges nothing and touches no store; a decision's verdicts per limit
+ * are its outcomes (weir_descriptor_status). The walk is the one
+ * weir_engine_decide() makes, on the rules in force when called: run it
+ * in a decision's callback to explain that decision (a reload between the
+ * two is the only way they can differ).
+ *
+ * @cb runs once, before this returns, and must not decide on @reader.
+ * Returns WEIR_OK; WEIR_EINVAL for NULL arguments or a request that
+ * weir_engine_decide() refuses for its shape (no descriptors, too many,
+ * an entry missing its bytes); WEIR_ENOMEM. Same threads as
+ * weir_engine_decide().
+ */
+WEIR_API weir_status weir_engine_explain(weir_engine_reader *reader, const weir_request *req,
+                                         weir_explain_cb cb, void *arg);
+
 /* X(name, number, text): why weir_engine_decide() refused a request. A
  * descriptor's reason reads after "descriptors[N]"; numbers never change. */
 #define WEIR_REFUSAL_MAP(X)                                                                      \

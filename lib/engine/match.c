@@ -580,6 +580,49 @@ void weir__match_walk(const weir__match_index *idx, const weir__match_domain *do
     out->rule = idx->nodes[cur].rule;
 }
 
+void weir__match_explain(const weir__match_index *idx, const weir__match_domain *dom,
+                         const weir__entry *entries, size_t n, weir_match_trace *out)
+{
+    out->depth = 0;
+    if (!dom) {
+        out->miss = WEIR_MISS_DOMAIN;
+        return;
+    }
+    /* match_level() with the misses told apart: no child at all, no child
+     * with the key, or the key without a value that fits */
+    uint32_t cur = ((const strent *)dom)->id;
+    for (size_t i = 0; i < n; i++) {
+        const mnode *pn = &idx->nodes[cur];
+        const weir__entry *e = &entries[i];
+        if (pn->n_children == 0) {
+            out->miss = i ? WEIR_MISS_TOO_DEEP : WEIR_MISS_KEY;
+            return;
+        }
+        if (strtab_find(idx, &idx->keys, cur, pn->first_key, pn->n_keys, e->key, e->key_len) ==
+            NO_NODE) {
+            out->miss = WEIR_MISS_KEY;
+            return;
+        }
+        weir__match_kind kind = WEIR__MATCH_EXACT;
+        uint32_t c = match_level(idx, cur, e, &kind);
+        if (c == NO_NODE) {
+            out->miss = WEIR_MISS_VALUE;
+            return;
+        }
+        out->levels[i].rule = idx->nodes[c].rule;
+        out->levels[i].how = kind == WEIR__MATCH_EXACT      ? WEIR_MATCH_EXACT
+                             : kind == WEIR__MATCH_WILDCARD ? WEIR_MATCH_PATTERN
+                                                            : WEIR_MATCH_DEFAULT;
+        out->depth = i + 1;
+        cur = c;
+    }
+    const weir_rule *rule = idx->nodes[cur].rule;
+    if (weir_rule_limit_count(rule) > 0)
+        out->miss = WEIR_MISS_NONE;
+    else
+        out->miss = weir_rule_child_count(rule) ? WEIR_MISS_SHALLOW : WEIR_MISS_NO_LIMIT;
+}
+
 weir_status weir__match(const weir__match_index *idx, const char *domain, size_t domain_len,
                         const weir__entry *entries, size_t n, weir__match_result *out)
 {

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/context.h"
+#include "weir/engine.h"
 #include "weir/rules.h"
 #include "weir/status.h"
 
@@ -141,6 +142,13 @@ const weir__match_domain *weir__match_domain_find(const weir__match_index *idx, 
  *  as weir__match(); checks nothing, allocates nothing; thread-safe. */
 void weir__match_walk(const weir__match_index *idx, const weir__match_domain *dom,
                       const weir__entry *entries, size_t n, weir__match_result *out);
+
+/** weir__match_walk() told for a person (weir_engine_explain()): the
+ *  same walk, recording how each entry matched and, when no limit was
+ *  reached, where the walk stopped and why. @dom may be NULL (an unknown
+ *  domain); the other arguments as weir__match_walk(). */
+void weir__match_explain(const weir__match_index *idx, const weir__match_domain *dom,
+                         const weir__entry *entries, size_t n, weir_match_trace *out);
 
 /**
  * weir__glob_match() - whether @value matches @pattern, where each `*` in

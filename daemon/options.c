@@ -8,6 +8,7 @@
 #include "stores.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ typedef enum kind {
     K_LEVEL,    /* error|warn|info|debug */
     K_FORMAT,   /* text|json */
     K_ALGO,     /* an algorithm name */
-    K_HEADERS,  /* comma list of ietf,legacy,retry-after | none */
+    K_HEADERS,  /* comma list of ietf,legacy,retry-after,upstream | none */
+    K_UPNAMES,  /* LIMIT,REMAINING,RESET: the upstream family's names */
     K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
     K_CLOCK,    /* redis|local: false for redis */
     K_FAILURE,  /* allow|deny|local */
@@ -121,7 +123,12 @@ static const option options[] = {
     {"watch", "WEIR_WATCH", "BOOL", "true", K_BOOL, AT(watch),
      "reload when the rule files change (SIGHUP always reloads)"},
     {"headers", "WEIR_HEADERS", "LIST", "ietf,legacy,retry-after", K_HEADERS, AT(headers),
-     "rate limit headers to send: ietf, legacy, retry-after, or none"},
+     "rate limit headers to send: ietf, legacy, retry-after, upstream (envoyproxy/ratelimit's "
+     "RateLimit-Limit, -Remaining, -Reset), or none"},
+    {"upstream-header-names", "WEIR_UPSTREAM_HEADER_NAMES", "LIMIT,REMAINING,RESET",
+     "RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset", K_UPNAMES, AT(headers),
+     "names of the upstream family's fields (upstream's LIMIT_LIMIT_HEADER, "
+     "LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)"},
     {"check-deny-status", "WEIR_CHECK_DENY_STATUS", "STATUS", "429", K_COUNT, AT(check_deny_status),
      "GET /v1/check: the status of a denial (403 lets nginx's auth_request take it without "
      "logging an error; the example turns it back into 429)"},
@@ -238,7 +245,8 @@ static bool parse_bool(const char *s, bool *out)
 
 static bool parse_headers(const char *s, weir_api_header_opts *h)
 {
-    weir_api_header_opts r = {false, false, false};
+    weir_api_header_opts r = *h;
+    r.ietf = r.legacy = r.retry_after = r.upstream = false;
     char tmp[128];
     if (strlen(s) >= sizeof(tmp))
         return false;
@@ -251,10 +259,43 @@ static bool parse_headers(const char *s, weir_api_header_opts *h)
             r.legacy = true;
         else if (strcasecmp(tok, "retry-after") == 0)
             r.retry_after = true;
+        else if (strcasecmp(tok, "upstream") == 0)
+            r.upstream = true;
         else if (strcasecmp(tok, "none") != 0)
             return false;
     }
     *h = r;
+    return true;
+}
+
+/* Whether @s (@n bytes) is an HTTP field name (RFC 9110 token). */
+static bool field_name(const char *s, size_t n)
+{
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && !strchr("!#$%&'*+-.^_`|~", c))
+            return false;
+    }
+    return true;
+}
+
+/* --upstream-header-names LIMIT,REMAINING,RESET: the names of the
+ * upstream family's three fields. */
+static bool parse_upstream_names(const char *s, weir_api_header_opts *h)
+{
+    char names[3][WEIR_HEADER_NAME_BYTES];
+    for (int i = 0; i < 3; i++) {
+        const char *end = i < 2 ? strchr(s, ',') : s + strlen(s);
+        if (!end || (size_t)(end - s) >= WEIR_HEADER_NAME_BYTES ||
+            !field_name(s, (size_t)(end - s)))
+            return false;
+        memcpy(names[i], s, (size_t)(end - s));
+        names[i][end - s] = '\0';
+        s = end + (i < 2);
+    }
+    memcpy(h->upstream_names, names, sizeof(names));
     return true;
 }
 
@@ -344,6 +385,8 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
     }
     case K_HEADERS:
         return parse_headers(v, (weir_api_header_opts *)field);
+    case K_UPNAMES:
+        return parse_upstream_names(v, (weir_api_header_opts *)field);
     case K_CHECK:
         if (!from_env)
             return add_check_header(o, v, strlen(v));

@@ -160,6 +160,36 @@ static bool runtime_root(serve_options *o, FILE *err)
     return set_or_say(o, err, "RUNTIME_ROOT", "rules", path);
 }
 
+/* LIMIT_RESPONSE_HEADERS_ENABLED=true: Envoy gets upstream's three fields
+ * (RateLimit-Limit, -Remaining, -Reset, renamed by LIMIT_LIMIT_HEADER,
+ * LIMIT_REMAINING_HEADER and LIMIT_RESET_HEADER) in
+ * response_headers_to_add; weir's HTTP answers carry them too. */
+static bool response_headers(serve_options *o, FILE *err)
+{
+    const char *on = env("LIMIT_RESPONSE_HEADERS_ENABLED");
+    if (!on)
+        return true;
+    if (!set_or_say(o, err, "LIMIT_RESPONSE_HEADERS_ENABLED", "grpc-response-headers", on))
+        return false;
+    if (!o->grpc_response_headers)
+        return true;
+    if (!serve_options_set(o, "headers", "upstream,retry-after"))
+        return false;
+    const char *limit = env("LIMIT_LIMIT_HEADER"), *remaining = env("LIMIT_REMAINING_HEADER"),
+               *reset = env("LIMIT_RESET_HEADER");
+    char names[3 * 80];
+    int n =
+        snprintf(names, sizeof(names), "%s,%s,%s", limit ? limit : "RateLimit-Limit",
+                 remaining ? remaining : "RateLimit-Remaining", reset ? reset : "RateLimit-Reset");
+    if (n < 0 || (size_t)n >= sizeof(names) ||
+        !serve_options_set(o, "upstream-header-names", names)) {
+        fprintf(err, "weir serve: LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER: "
+                     "each must be a header field name of at most 63 bytes, without ','\n");
+        return false;
+    }
+    return true;
+}
+
 /* Variables that map onto one flag with the value as it is. */
 static const struct {
     const char *var, *flag;
@@ -167,7 +197,6 @@ static const struct {
     {"LOG_FORMAT", "log-format"},
     {"MERGE_DOMAIN_CONFIG", "merge-domains"},
     {"SHADOW_MODE", "shadow-mode"},
-    {"LIMIT_RESPONSE_HEADERS_ENABLED", "grpc-response-headers"},
     {"FORCE_START_WITHOUT_INITIAL_CONFIG", "force-start"},
     {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "health-needs-rules"},
 };
@@ -176,7 +205,7 @@ bool serve_options_upstream(serve_options *o, FILE *err)
 {
     if (!listener(o, err, "HOST", "PORT", "http") ||
         !listener(o, err, "GRPC_HOST", "GRPC_PORT", "grpc") || !log_level(o, err) ||
-        !redis(o, err) || !runtime_root(o, err))
+        !redis(o, err) || !runtime_root(o, err) || !response_headers(o, err))
         return false;
     for (size_t i = 0; i < sizeof(same_value) / sizeof(same_value[0]); i++) {
         const char *v = env(same_value[i].var);

@@ -108,8 +108,6 @@ static void put_sf_bytes(weir_buf *b, const char *s)
     }
 }
 
-/* A limit's name as a structured-field string: its name, else
- * "<domain>.<path>". */
 /* X-RateLimit-Limit: the requests per unit, or the burst when the
  * algorithm lets a burst past them (a token bucket of 50 a second with a
  * burst of 100 says 100), so that Remaining is never above Limit. */
@@ -129,6 +127,8 @@ static uint64_t legacy_limit(const weir_descriptor_status *m)
     }
 }
 
+/* A limit's name as a structured-field string: its name, else
+ * "<domain>.<path>". */
 static void put_sf_name(weir_buf *b, const weir_rule_limit *l)
 {
     weir_buf_putc(b, '"');
@@ -223,6 +223,17 @@ void weir_api_render_headers(weir_headers *out, const weir_api_decision *dec,
         weir_buf_put_u64(BEGIN(out, "X-RateLimit-Reset"),
                          reset_epoch_s(now_unix_us, m->reset_after_us));
         end_field(out);
+    }
+    if (opts->upstream) {
+        static const char *const dflt[3] = {"RateLimit-Limit", "RateLimit-Remaining",
+                                            "RateLimit-Reset"};
+        uint64_t v[3] = {m->requests_per_unit, remaining,
+                         weir_api_ceil_div(m->reset_after_us, US_PER_S)};
+        for (int i = 0; i < 3; i++) {
+            const char *name = opts->upstream_names[i][0] ? opts->upstream_names[i] : dflt[i];
+            weir_buf_put_u64(begin_field(out, name, strlen(name)), v[i]);
+            end_field(out);
+        }
     }
     if (opts->retry_after && dec->overall == WEIR_CODE_OVER_LIMIT) {
         int64_t s = weir_api_retry_after_s(dec);

@@ -15,13 +15,19 @@
 #include "common/decision.h"
 
 /** Most fields one decision renders. */
-#define WEIR_HEADERS_MAX 8u
+#define WEIR_HEADERS_MAX 12u
+/** Longest name of an upstream-family field, with its NUL. */
+#define WEIR_HEADER_NAME_BYTES 64u
 
 /** Which header families to write. */
 typedef struct weir_api_header_opts {
     bool ietf;        /* RateLimit-Policy and RateLimit */
     bool legacy;      /* X-RateLimit-Limit, -Remaining, -Reset */
     bool retry_after; /* Retry-After on a denial */
+    bool upstream;    /* envoyproxy/ratelimit's RateLimit-Limit, -Remaining, -Reset */
+    /** The upstream family's names (limit, remaining, reset); "" for
+     *  upstream's defaults. */
+    char upstream_names[3][WEIR_HEADER_NAME_BYTES];
 } weir_api_header_opts;
 
 /** Header fields: names and values live in @text, each NUL-terminated. */
@@ -59,6 +65,10 @@ void weir_headers_put_lines(const weir_headers *h, weir_buf *out);
  *     retry_after, else the one with the least remaining);
  *   X-RateLimit-Limit / -Remaining / -Reset (Unix time in seconds, rounded
  *     up; @now_unix_us is the decision's time) of the same status;
+ *   with @opts->upstream, envoyproxy/ratelimit's trio (its
+ *     LIMIT_RESPONSE_HEADERS_ENABLED): RateLimit-Limit (requests per
+ *     unit), RateLimit-Remaining, RateLimit-Reset (seconds to reset,
+ *     rounded up) of the same status, under @opts->upstream_names;
  *   Retry-After on a denial: weir_api_retry_after_s() + @jitter_s, left
  *     out when the denial can never be admitted.
  * Nothing when no status has a limit, or @opts is NULL.

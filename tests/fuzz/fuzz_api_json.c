@@ -288,7 +288,8 @@ static void render(const weir_request *r)
     weir_buf_clear(&out);
     weir_api_render_problem(&out, &dec, retry);
     check_json(&out);
-    weir_api_header_opts opts = {true, true, true};
+    weir_api_header_opts opts = {
+        .ietf = true, .legacy = true, .retry_after = true, .upstream = true};
     weir_headers fields;
     weir_headers_init(&fields, 1 << 20);
     weir_api_render_headers(&fields, &dec, &opts, (int64_t)(h >> 1), (int64_t)(h % 300));

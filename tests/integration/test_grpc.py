@@ -163,8 +163,8 @@ def start(weir_factory, pb):
     """start(*flags) -> (weir, client) with the gRPC listener on."""
     clients = []
 
-    def go(*flags, rules=RULES):
-        w = weir_factory(rules, *GRPC_ON, *flags)
+    def go(*flags, rules=RULES, env=None):
+        w = weir_factory(rules, *GRPC_ON, *flags, env=env)
         assert w.grpc_port
         c = Client(pb, w.grpc_port)
         clients.append(c)
@@ -366,6 +366,19 @@ def test_headers_follow_the_headers_flag(start):
     r = c.check("test", {"tb": "hf"})
     assert [h.key for h in r.response_headers_to_add] == [
         "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]
+
+
+def test_upstream_response_headers_from_upstream_env(start):
+    # envoyproxy/ratelimit's settings, as a manifest moved over sets them
+    w, c = start(env={"LIMIT_RESPONSE_HEADERS_ENABLED": "true",
+                      "LIMIT_REMAINING_HEADER": "X-Left"})
+    r = c.check("test", {"tb": "up"})
+    headers = [(h.key, h.value) for h in r.response_headers_to_add]
+    assert headers == [("RateLimit-Limit", "5"), ("X-Left", "4"), ("RateLimit-Reset", "720")]
+    # weir's HTTP answer carries the same fields
+    resp = w.check("test", {"tb": "up"})
+    assert resp.header("ratelimit-limit") == "5" and resp.header("x-left") == "3"
+    assert not resp.has("x-ratelimit-limit")
 
 
 # ------------------------------------------------------------ the transport

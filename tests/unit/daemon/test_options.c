@@ -59,6 +59,10 @@ static void clear_env(void)
                                        "MERGE_DOMAIN_CONFIG",
                                        "SHADOW_MODE",
                                        "LIMIT_RESPONSE_HEADERS_ENABLED",
+                                       "LIMIT_LIMIT_HEADER",
+                                       "LIMIT_REMAINING_HEADER",
+                                       "LIMIT_RESET_HEADER",
+                                       "WEIR_UPSTREAM_HEADER_NAMES",
                                        "REDIS_URL",
                                        "REDIS_AUTH",
                                        "REDIS_SOCKET_TYPE",
@@ -182,6 +186,10 @@ static void upstream_environment(void **unused)
     assert_true(o.merge_domains);
     assert_true(o.shadow_mode);
     assert_true(o.grpc_response_headers);
+    /* upstream's three fields, under upstream's names, and Retry-After */
+    assert_true(o.headers.upstream && o.headers.retry_after);
+    assert_false(o.headers.ietf || o.headers.legacy);
+    assert_string_equal(o.headers.upstream_names[0], "RateLimit-Limit");
     assert_string_equal(o.store, "redis://user:p%40ss%2Fword@localhost:6379");
     assert_string_equal(o.rules, "/srv/runtime/ratelimit/config");
     /* weir's variables win over upstream's, the flags over both */
@@ -189,6 +197,26 @@ static void upstream_environment(void **unused)
     assert_int_equal(parse(&o, &done, err, sizeof(err), "--rules", "r.yaml", NULL), 0);
     assert_string_equal(o.http, "127.0.0.1:7070");
     assert_string_equal(o.rules, "r.yaml");
+    /* the names, renamed; a bad one refused by name */
+    clear_env();
+    setenv("LIMIT_RESPONSE_HEADERS_ENABLED", "true", 1);
+    setenv("LIMIT_REMAINING_HEADER", "X-Left", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.headers.upstream_names[0], "RateLimit-Limit");
+    assert_string_equal(o.headers.upstream_names[1], "X-Left");
+    assert_string_equal(o.headers.upstream_names[2], "RateLimit-Reset");
+    /* --headers wins over the variable */
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--headers", "legacy", NULL), 0);
+    assert_true(o.headers.legacy && !o.headers.upstream);
+    assert_string_equal(o.headers.upstream_names[1], "X-Left");
+    setenv("LIMIT_RESET_HEADER", "Bad Name", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_non_null(strstr(err, "LIMIT_RESET_HEADER"));
+    clear_env();
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--upstream-header-names", "A,B", NULL), 2);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--upstream-header-names", "A,B,C", NULL),
+                     0);
+    assert_string_equal(o.headers.upstream_names[2], "C");
     clear_env();
     setenv("REDIS_SOCKET_TYPE", "unix", 1);
     setenv("REDIS_URL", "/run/redis.sock", 1);

@@ -233,7 +233,7 @@ static void envoy_durations(void **unused)
     weir_buf_free(&b);
 }
 
-static const weir_api_header_opts all = {true, true, true};
+static const weir_api_header_opts all = {.ietf = true, .legacy = true, .retry_after = true};
 
 /* A descriptor with two limits lists both policies (its outcomes), each
  * limit once however many descriptors tested it. */
@@ -253,7 +253,7 @@ static void headers_every_limit_tested(void **unused)
     st[1].outcomes = both;
     st[1].n_outcomes = 1;
     weir_api_decision dec = {WEIR_CODE_OK, st, 2};
-    weir_api_header_opts ietf = {true, false, false};
+    weir_api_header_opts ietf = {.ietf = true};
     render_lines(&b, &dec, &ietf, 1700000000000000, 0);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"per_user\";r=9;t=47\r\n");
@@ -279,8 +279,8 @@ static void headers_denied(void **unused)
     assert_ptr_equal(weir_api_most_restrictive(&dec), &st[1]);
 
     /* each family on its own; no jitter */
-    weir_api_header_opts ietf = {true, false, false}, legacy = {false, true, false},
-                         retry = {false, false, true};
+    weir_api_header_opts ietf = {.ietf = true}, legacy = {.legacy = true},
+                         retry = {.retry_after = true}, upstream = {.upstream = true};
     render_lines(&b, &dec, &ietf, now, 0);
     expect_buf(&b, "RateLimit-Policy: \"per_user\";q=10;w=60, \"api.ip_address\";q=5;w=30\r\n"
                    "RateLimit: \"api.ip_address\";r=0;t=29\r\n");
@@ -289,6 +289,11 @@ static void headers_denied(void **unused)
                    "X-RateLimit-Reset: 1700000030\r\n");
     render_lines(&b, &dec, &retry, now, 0);
     expect_buf(&b, "Retry-After: 6\r\n");
+    render_lines(&b, &dec, &upstream, now, 0);
+    expect_buf(&b, "RateLimit-Limit: 5\r\nRateLimit-Remaining: 0\r\nRateLimit-Reset: 29\r\n");
+    strcpy(upstream.upstream_names[2], "X-Reset-In");
+    render_lines(&b, &dec, &upstream, now, 0);
+    expect_buf(&b, "RateLimit-Limit: 5\r\nRateLimit-Remaining: 0\r\nX-Reset-In: 29\r\n");
 
     /* the longest retry wins; a never-admitted denial has no Retry-After */
     weir_descriptor_status longer = over_status(), never = over_status();

@@ -18,8 +18,8 @@ typedef enum kind {
     K_TEXT,     /* string into a char array */
     K_BOOL,     /* true|false|1|0|yes|no|on|off */
     K_COUNT,    /* unsigned integer */
-    K_BYTES,    /* 64k, 16MiB, 1g ... */
-    K_DURATION, /* 500ms, 10s, 2m; a bare number is seconds */
+    K_BYTES,    /* weir_size_parse(): 64KiB, 16MiB, 1g ... */
+    K_DURATION, /* weir_duration_parse(): 500ms, 1.5s, 2m; a bare number is seconds */
     K_LEVEL,    /* error|warn|info|debug */
     K_FORMAT,   /* text|json */
     K_ALGO,     /* an algorithm name */
@@ -176,57 +176,14 @@ static bool parse_u64(const char *s, uint64_t *out, const char **rest)
     return true;
 }
 
-static bool parse_bytes(const char *s, uint64_t *out)
-{
-    static const struct {
-        const char *suffix;
-        uint64_t mult;
-    } units[] = {{"", 1},
-                 {"b", 1},
-                 {"k", 1000},
-                 {"kb", 1000},
-                 {"kib", 1024},
-                 {"m", 1000 * 1000},
-                 {"mb", 1000 * 1000},
-                 {"mib", 1024 * 1024},
-                 {"g", 1000 * 1000 * 1000},
-                 {"gb", 1000 * 1000 * 1000},
-                 {"gib", 1024 * 1024 * 1024}};
-    uint64_t v;
-    const char *rest;
-    if (!parse_u64(s, &v, &rest))
-        return false;
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        if (strcasecmp(rest, units[i].suffix) == 0) {
-            if (v > UINT64_MAX / units[i].mult)
-                return false;
-            *out = v * units[i].mult;
-            return true;
-        }
-    }
-    return false;
-}
-
+/* Durations and sizes in weir's one grammar (weir/units.h); a duration
+ * setting is kept in whole milliseconds, rounded up. */
 static bool parse_duration_ms(const char *s, int64_t *out)
 {
-    uint64_t v;
-    const char *rest;
-    if (!parse_u64(s, &v, &rest))
+    int64_t us;
+    if (weir_duration_parse(s, &us) != WEIR_OK)
         return false;
-    uint64_t mult;
-    if (strcmp(rest, "ms") == 0)
-        mult = 1;
-    else if (*rest == '\0' || strcmp(rest, "s") == 0)
-        mult = 1000;
-    else if (strcmp(rest, "m") == 0)
-        mult = 60 * 1000;
-    else if (strcmp(rest, "h") == 0)
-        mult = 3600 * 1000;
-    else
-        return false;
-    if (v > (uint64_t)INT64_MAX / mult)
-        return false;
-    *out = (int64_t)(v * mult);
+    *out = us / 1000 + (us % 1000 != 0);
     return true;
 }
 
@@ -358,7 +315,7 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
         }
         return true;
     case K_BYTES:
-        return parse_bytes(v, (uint64_t *)field);
+        return weir_size_parse(v, (uint64_t *)field) == WEIR_OK;
     case K_DURATION:
         return parse_duration_ms(v, (int64_t *)field);
     case K_LEVEL: {
@@ -401,6 +358,22 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
         }
     }
     return false;
+}
+
+/* Valid values of @opt's kind, for its error message; "" when the
+ * metavar says enough. */
+static const char *examples(const option *opt)
+{
+    switch (opt->kind) {
+    case K_DURATION:
+        return " (e.g. " WEIR_DURATION_EXAMPLES ")";
+    case K_BYTES:
+        return " (e.g. " WEIR_SIZE_EXAMPLES ")";
+    case K_BOOL:
+        return " (true or false)";
+    default:
+        return "";
+    }
 }
 
 void serve_options_usage(FILE *f)
@@ -486,8 +459,8 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
         if (options[i].kind == K_CHECK)
             o->n_check_headers = 0;
         if (!set(o, &options[i], v, true)) {
-            fprintf(err, "weir serve: %s='%s': not a valid %s\n", options[i].env, v,
-                    options[i].metavar);
+            fprintf(err, "weir serve: %s='%s': not a valid %s%s\n", options[i].env, v,
+                    options[i].metavar, examples(&options[i]));
             return 2;
         }
     }
@@ -525,7 +498,8 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
             cleared_check = true;
         }
         if (!set(o, opt, v, false)) {
-            fprintf(err, "weir serve: --%s '%s': not a valid %s\n", opt->flag, v, opt->metavar);
+            fprintf(err, "weir serve: --%s '%s': not a valid %s%s\n", opt->flag, v, opt->metavar,
+                    examples(opt));
             return 2;
         }
     }

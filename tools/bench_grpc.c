@@ -150,39 +150,10 @@ static int usage_error(const char *fmt, ...)
 
 bool weir_bench_parse_seconds(const char *s, uint64_t max_ns, uint64_t *ns)
 {
-    if (!s || !weir_cli_is_digit(*s))
+    int64_t us;
+    if (weir_duration_parse(s, &us) != WEIR_OK || (uint64_t)us > max_ns / 1000u)
         return false;
-    uint64_t whole = 0, frac = 0, scale = 1;
-    for (; weir_cli_is_digit(*s); s++) {
-        whole = whole * 10 + (unsigned)(*s - '0');
-        if (whole > max_ns)
-            return false;
-    }
-    if (*s == '.') {
-        s++;
-        if (!weir_cli_is_digit(*s))
-            return false;
-        for (unsigned n = 0; weir_cli_is_digit(*s); s++, n++) {
-            if (n == 9)
-                return false; /* finer than a nanosecond */
-            frac = frac * 10 + (unsigned)(*s - '0');
-            scale *= 10;
-        }
-    }
-    uint64_t unit;
-    if (*s == '\0' || strcmp(s, "s") == 0)
-        unit = WEIR_BENCH_NS_PER_S;
-    else if (strcmp(s, "ms") == 0)
-        unit = NS_PER_MS;
-    else if (strcmp(s, "m") == 0)
-        unit = 60ull * WEIR_BENCH_NS_PER_S;
-    else
-        return false;
-    __extension__ unsigned __int128 v =
-        (unsigned __int128)whole * unit + (unsigned __int128)frac * unit / scale;
-    if (v > max_ns)
-        return false;
-    *ns = (uint64_t)v;
+    *ns = (uint64_t)us * 1000u;
     return true;
 }
 
@@ -274,8 +245,8 @@ static int seconds_option(const char *const *val, opt_id id, bool zero_ok, uint6
         return 0;
     if (!weir_bench_parse_seconds(val[id], (uint64_t)WEIR_BENCH_MAX_SECONDS * WEIR_BENCH_NS_PER_S,
                                   out))
-        return usage_error("--%s wants seconds such as 10, 2.5, 500ms or 1m (at most %u s), "
-                           "not '%s'",
+        return usage_error("--%s wants a duration such as 10 (seconds), " WEIR_DURATION_EXAMPLES
+                           " (at most %u s), not '%s'",
                            options[id].name, WEIR_BENCH_MAX_SECONDS, val[id]);
     if (!zero_ok && *out == 0)
         return usage_error("--%s must be more than 0", options[id].name);

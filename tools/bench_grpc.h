@@ -77,7 +77,8 @@ int weir_cli_bench_grpc(int argc, char **argv);
 int weir_bench_grpc_parse_args(int argc, char **argv, weir_bench_grpc_opts *o);
 void weir_bench_grpc_opts_free(weir_bench_grpc_opts *o);
 
-/** "2", "0.5", "10s", "250ms": a duration into *@ns (at most @max_ns).
+/** A duration in weir's grammar (weir/units.h: "2" is seconds, "0.5s",
+ *  "250ms", "1m30s") into *@ns (at most @max_ns).
  *  false when malformed or too large. */
 bool weir_bench_parse_seconds(const char *s, uint64_t max_ns, uint64_t *ns);
 /** "HOST:PORT" or "[V6]:PORT" into @host and @port. */

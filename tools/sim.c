@@ -58,58 +58,6 @@ static const unit_row unit_rows[] = {
 };
 #define N_UNITS (sizeof(unit_rows) / sizeof(unit_rows[0]))
 
-weir_status weir_sim_parse_duration(const char *s, int64_t *out_us)
-{
-    if (!s || !out_us)
-        return WEIR_EINVAL;
-    const char *p = s;
-    u128 whole = 0, frac = 0, scale = 1;
-    bool too_big = false, too_fine = false;
-    if (!weir_cli_is_digit(*p))
-        return WEIR_EPARSE;
-    for (; weir_cli_is_digit(*p); p++) {
-        if (whole > (u128)WEIR_MAX_WINDOW_US)
-            too_big = true;
-        else
-            whole = whole * 10 + (unsigned)(*p - '0');
-    }
-    if (*p == '.') {
-        p++;
-        if (!weir_cli_is_digit(*p))
-            return WEIR_EPARSE;
-        for (size_t nf = 0; weir_cli_is_digit(*p); p++, nf++) {
-            if (nf < 18) {
-                frac = frac * 10 + (unsigned)(*p - '0');
-                scale *= 10;
-            } else if (*p != '0') {
-                too_fine = true;
-            }
-        }
-    }
-    if (*p == '\0') {
-        /* Only zero needs no unit. */
-        if (whole != 0 || frac != 0 || too_big || too_fine)
-            return WEIR_EPARSE;
-        *out_us = 0;
-        return WEIR_OK;
-    }
-    for (size_t i = 0; i < N_UNITS; i++) {
-        if (strcmp(p, unit_rows[i].name) != 0)
-            continue;
-        u128 u = (u128)unit_rows[i].us;
-        if (too_fine || (frac * u) % scale != 0)
-            return WEIR_EPARSE;
-        if (too_big)
-            return WEIR_ERANGE;
-        u128 us = whole * u + frac * u / scale;
-        if (us > (u128)WEIR_MAX_WINDOW_US)
-            return WEIR_ERANGE;
-        *out_us = (int64_t)us;
-        return WEIR_OK;
-    }
-    return WEIR_EPARSE;
-}
-
 /* "1500" thousandths -> "1.5"; at most three decimals, trailing zeros cut. */
 static void format_milli(uint64_t milli, const char *suffix, char *buf, size_t len)
 {
@@ -494,8 +442,8 @@ static const char help_text[] =
     "                       sorted by time; blank lines, '#' comments and a\n"
     "                       header line time_us,key,cost are allowed\n"
     "\n"
-    "DURATION is a number and a unit: us, ms, s, m, h or d, e.g. 500ms, 30s, 5m,\n"
-    "1h or 1.5s.\n"
+    "DURATION is weir's one duration grammar: <number><unit> parts with units us,\n"
+    "ms, s, m, h, d or w, e.g. 500ms, 30s, 1.5s, 5m, 1h30m; a bare number is seconds.\n"
     "\n"
     "examples:\n"
     "  weir sim                                    bursts at 10 per second\n"
@@ -534,12 +482,12 @@ static int duration_option(const char *const *val, opt_id id, int64_t min, int64
     if (!val[id])
         return 0;
     int64_t v = 0;
-    weir_status st = weir_sim_parse_duration(val[id], &v);
+    weir_status st = weir_duration_parse(val[id], &v);
     if (st == WEIR_ERANGE)
         return usage_error("--%s %s is longer than the cap of 100 years", options[id].name,
                            val[id]);
     if (st != WEIR_OK)
-        return usage_error("--%s wants a duration such as 500ms, 30s, 5m or 1h, not '%s'",
+        return usage_error("--%s wants a duration such as " WEIR_DURATION_EXAMPLES ", not '%s'",
                            options[id].name, val[id]);
     if (v < min)
         return usage_error("--%s must be at least 1us, not '%s'", options[id].name, val[id]);

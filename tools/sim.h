@@ -86,14 +86,6 @@ weir_status weir_sim_run(const weir_sim_config *cfg, const weir_trace *trace, we
  *  compile. */
 uint64_t weir_sim_state_bytes(const weir_sim_config *cfg);
 
-/**
- * weir_sim_parse_duration() - "500ms", "30s", "5m", "1h", "1.5s", "250us",
- * "2d"; "0" alone is zero. A fraction must come to whole microseconds.
- * Returns WEIR_OK; WEIR_EPARSE for text that is not a duration;
- * WEIR_ERANGE past WEIR_MAX_WINDOW_US (100 years).
- */
-weir_status weir_sim_parse_duration(const char *s, int64_t *out_us);
-
 /** Write @us (>= 0) in the largest unit that shows it exactly, e.g. "1s",
  *  "1500ms", "90s" -> "90s", "2m"; @buf gets at most @len bytes. */
 void weir_sim_format_duration(int64_t us, char *buf, size_t len);

@@ -8,6 +8,7 @@
  *   weir/redis.h    the Redis store
  *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
  *   weir/engine.h   the decision engine: requests matched against rules
+ *   weir/units.h    the grammar of durations and sizes
  *
  * docs/LIBRARY.md walks through a first program.
  */
@@ -22,6 +23,7 @@
 #include "weir/rules.h"
 #include "weir/status.h"
 #include "weir/store.h"
+#include "weir/units.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "rules/loader.h"
+#include "weir/units.h"
 
 #define US_PER_S INT64_C(1000000)
 #define US_PER_DAY (86400 * US_PER_S)
@@ -89,64 +90,20 @@ const char *weir_rule_unit_name(weir_rule_unit unit)
     return NULL;
 }
 
-/* Suffixes of a duration, longest first so "ms" wins over "m". */
-typedef struct dur_row {
-    const char *suffix;
-    int64_t us;
-} dur_row;
-
-static const dur_row dur_units[] = {
-    {"us", 1},
-    {"ms", 1000},
-    {"s", US_PER_S},
-    {"m", 60 * US_PER_S},
-    {"h", 3600 * US_PER_S},
-    {"d", US_PER_DAY},
-    {"w", 7 * US_PER_DAY},
-};
-
 const char *weir__rules_parse_duration(const char *s, int64_t *out_us)
 {
-    static const char bad[] = "is not a duration (e.g. 500ms, 30s, 5m, 1h, 2d, 1h30m)";
-    /* A sequence of <digits><unit>, like Go's time.ParseDuration but whole
-     * numbers only, so "1.5s" is spelled "1500ms" and stays exact. */
-    if (*s == '\0')
-        return bad;
-    int64_t total = 0;
-    bool big = false;
-    const char *p = s;
-    while (*p) {
-        if (*p == '-')
-            return "must be positive";
-        if (*p < '0' || *p > '9')
-            return bad;
-        int64_t n = 0;
-        while (*p >= '0' && *p <= '9') {
-            if (__builtin_mul_overflow(n, 10, &n) || __builtin_add_overflow(n, *p - '0', &n))
-                big = true;
-            p++;
-        }
-        const dur_row *u = NULL;
-        for (size_t i = 0; i < sizeof(dur_units) / sizeof(dur_units[0]) && !u; i++) {
-            size_t l = strlen(dur_units[i].suffix);
-            /* the suffix must end the number's run of letters: "5ms" is
-             * milliseconds, "5mx" is not minutes */
-            if (strncmp(p, dur_units[i].suffix, l) == 0 && !(p[l] >= 'a' && p[l] <= 'z'))
-                u = &dur_units[i];
-        }
-        if (!u)
-            return bad;
-        p += strlen(u->suffix);
-        int64_t part;
-        if (big || __builtin_mul_overflow(n, u->us, &part) ||
-            __builtin_add_overflow(total, part, &total))
-            big = true;
-    }
-    if (big || total > WEIR_MAX_WINDOW_US)
+    int64_t us;
+    switch (weir_duration_parse(s, &us)) {
+    case WEIR_OK:
+        break;
+    case WEIR_ERANGE:
         return "is too long (at most 100 years)";
-    if (total <= 0)
+    default:
+        return "is not a duration (e.g. " WEIR_DURATION_EXAMPLES ")";
+    }
+    if (us <= 0)
         return "must be positive";
-    *out_us = total;
+    *out_us = us;
     return NULL;
 }
 

@@ -246,8 +246,12 @@ static void errors_name_the_setting(void **unused)
         const char *flag, *value, *message;
     } rows[] = {
         {"--threads", "many", "weir serve: --threads 'many': not a valid N\n"},
-        {"--max-memory", "12parsecs", "weir serve: --max-memory '12parsecs': not a valid BYTES\n"},
-        {"--idle-timeout", "soon", "weir serve: --idle-timeout 'soon': not a valid DURATION\n"},
+        {"--max-memory", "12parsecs",
+         "weir serve: --max-memory '12parsecs': not a valid BYTES (e.g. 4096, 64KiB, 512MiB, "
+         "1.5GB)\n"},
+        {"--idle-timeout", "soon",
+         "weir serve: --idle-timeout 'soon': not a valid DURATION (e.g. 500ms, 30s, 1.5s, 5m, "
+         "1h30m, 2d)\n"},
         {"--log-level", "loud", "weir serve: --log-level 'loud': not a valid LEVEL\n"},
         {"--default-algorithm", "magic",
          "weir serve: --default-algorithm 'magic': not a valid NAME\n"},
@@ -277,10 +281,11 @@ static void errors_name_the_setting(void **unused)
         {"--check-deny-status", "200",
          "weir serve: --check-deny-status must be a 4xx or 5xx status\n"},
         {"--decision-timeout", "soon",
-         "weir serve: --decision-timeout 'soon': not a valid DURATION\n"},
+         "weir serve: --decision-timeout 'soon': not a valid DURATION (e.g. 500ms, 30s, 1.5s, 5m, "
+         "1h30m, 2d)\n"},
         {"--max-memory", "99999999999999999999",
          "weir serve: --max-memory "
-         "'99999999999999999999': not a valid BYTES\n"},
+         "'99999999999999999999': not a valid BYTES (e.g. 4096, 64KiB, 512MiB, 1.5GB)\n"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         serve_options o;

@@ -578,9 +578,18 @@ static void durations(void **unused)
     static const struct {
         const char *text;
         int64_t us;
-    } want[] = {{"500ms", 500000}, {"30s", 30 * S},   {"5m", 300 * S},
-                {"1h", 3600 * S},  {"2d", 2 * DAY},   {"1w", 7 * DAY},
-                {"250us", 250},    {"1m30s", 90 * S}, {"36500d", 36500 * DAY}};
+    } want[] = {{"500ms", 500000},
+                {"30s", 30 * S},
+                {"5m", 300 * S},
+                {"1h", 3600 * S},
+                {"2d", 2 * DAY},
+                {"1w", 7 * DAY},
+                {"250us", 250},
+                {"1m30s", 90 * S},
+                {"36500d", 36500 * DAY},
+                /* the one grammar of weir/units.h: fractions, bare seconds */
+                {"1.5s", 1500000},
+                {"30", 30 * S}};
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
         char yaml[200];
         snprintf(yaml, sizeof(yaml),

@@ -146,12 +146,12 @@ static void refuses_bad_flags(void **unused)
         {{"--threads", "0"}, "--threads wants an integer"},
         {{"--threads", "5"}, "--threads 5 is more than --connections 4"},
         {{"--duration", "0"}, "--duration must be more than 0"},
-        {{"--duration", "ten"}, "--duration wants seconds"},
-        {{"--duration", "1.5h"}, "--duration wants seconds"},
-        {{"--duration", "86401"}, "--duration wants seconds"},
-        {{"--duration", "1."}, "--duration wants seconds"},
-        {{"--duration", "0.0000000001"}, "--duration wants seconds"},
-        {{"--warmup", "-1"}, "--warmup wants seconds"},
+        {{"--duration", "ten"}, "--duration wants a duration"},
+        {{"--duration", "1.5x"}, "--duration wants a duration"},
+        {{"--duration", "86401"}, "--duration wants a duration"},
+        {{"--duration", "1."}, "--duration wants a duration"},
+        {{"--duration", "0.0000000001"}, "--duration wants a duration"},
+        {{"--warmup", "-1"}, "--warmup wants a duration"},
         {{"--duration", "1", "--duration", "2"}, "--duration given twice"},
         {{"--target", "localhost"}, "--target wants HOST:PORT"},
         {{"--target", ":8081"}, "--target wants HOST:PORT"},
@@ -187,7 +187,9 @@ static void parses_seconds_and_targets(void **unused)
     assert_true(weir_bench_parse_seconds("10", max, &ns) && ns == 10 * S);
     assert_true(weir_bench_parse_seconds("0", max, &ns) && ns == 0);
     assert_true(weir_bench_parse_seconds("2.5", max, &ns) && ns == 2500000000ull);
-    assert_true(weir_bench_parse_seconds("0.000000001", max, &ns) && ns == 1);
+    assert_true(weir_bench_parse_seconds("0.000001", max, &ns) && ns == 1000);
+    assert_false(weir_bench_parse_seconds("0.000000001", max, &ns)); /* finer than 1us */
+    assert_true(weir_bench_parse_seconds("1m30s", max, &ns) && ns == 90 * S);
     assert_true(weir_bench_parse_seconds("30s", max, &ns) && ns == 30 * S);
     assert_true(weir_bench_parse_seconds("250ms", max, &ns) && ns == 250000000ull);
     assert_true(weir_bench_parse_seconds("1.5ms", max, &ns) && ns == 1500000ull);
@@ -198,7 +200,7 @@ static void parses_seconds_and_targets(void **unused)
     assert_false(weir_bench_parse_seconds("", max, &ns));
     assert_false(weir_bench_parse_seconds(".5", max, &ns));
     assert_false(weir_bench_parse_seconds("5 s", max, &ns));
-    assert_false(weir_bench_parse_seconds("5us", max, &ns));
+    assert_true(weir_bench_parse_seconds("5us", max, &ns) && ns == 5000);
 
     char host[64], port[8];
     assert_true(weir_bench_parse_target("127.0.0.1:8081", host, sizeof host, port, sizeof port));

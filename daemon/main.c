@@ -68,6 +68,9 @@ typedef struct main_loop {
     uv_poll_t sig; /* polls sigfd */
     uv_fs_event_t watch;
     bool watching;
+    /* the rule file's name in the watched directory; "" when the rules
+     * are a directory */
+    char watch_file[sizeof(((server *)0)->opt.rules)];
     uv_timer_t settle; /* file change -> reload */
     uv_timer_t phase;  /* drain delay, then shutdown timeout */
     uv_timer_t poll;   /* while closing: have the workers finished? */
@@ -158,16 +161,36 @@ static void on_settled(uv_timer_t *t)
     server_reload(m->srv, "file_changed");
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Whether a change to @name in the watched directory can change the
+ * rules: the rule file itself, or (a directory of rules) a .yaml or .yml
+ * file; and a ConfigMap's "..data" swap either way. Anything else there
+ * (a log file, an editor's swap file) is not worth a reload, which would
+ * otherwise run again and again next to a busy file. */
+static bool concerns_rules(const main_loop *m, const char *name)
+{
+    if (!name || strncmp(name, "..", 2) == 0)
+        return true;
+    if (m->watch_file[0])
+        return strcmp(name, m->watch_file) == 0;
+    return name[0] != '.' && (ends_with(name, ".yaml") || ends_with(name, ".yml"));
+}
+
 static void on_fs_event(uv_fs_event_t *h, const char *name, int events, int status)
 {
-    (void)name;
     (void)events;
     main_loop *m = h->data;
     if (status < 0) {
         dlog(WEIR_LOG_WARN, "watch_failed", "error", uv_strerror(status), NULL);
         return;
     }
-    uv_timer_start(&m->settle, on_settled, WATCH_SETTLE_MS, 0);
+    if (concerns_rules(m, name))
+        uv_timer_start(&m->settle, on_settled, WATCH_SETTLE_MS, 0);
 }
 
 /* Watches the rule directory, or the directory holding the rule file: a
@@ -178,10 +201,12 @@ static void start_watch(main_loop *m)
     const char *path = m->srv->opt.rules;
     char dir[sizeof(m->srv->opt.rules)];
     struct stat st;
+    m->watch_file[0] = '\0';
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         snprintf(dir, sizeof(dir), "%s", path);
     } else {
         const char *slash = strrchr(path, '/');
+        snprintf(m->watch_file, sizeof(m->watch_file), "%s", slash ? slash + 1 : path);
         if (!slash)
             snprintf(dir, sizeof(dir), ".");
         else if (slash == path)

@@ -113,6 +113,27 @@ def test_watched_file_reload_keeps_state(weir_factory):
     assert take(weir).json()["statuses"][0]["remaining"] == 5
 
 
+def test_watch_ignores_other_files_next_to_the_rules(weir_factory):
+    """A log file or an editor's swap file beside the rule file changes no
+    rule: it must not make the watch reload (written every 20 ms, it would
+    reload again and again)."""
+    weir = weir_factory(rules())
+    mark = weir.mark()
+    other = os.path.join(weir.dir, "access.log")
+    for i in range(15):
+        with open(other, "a") as f:
+            f.write(f"line {i}\n")
+        with open(os.path.join(weir.dir, ".rules.yaml.swp"), "w") as f:
+            f.write("x")
+        time.sleep(0.02)
+    time.sleep(0.4)  # past the settle time
+    assert weir.count_log(r"event=rules_(unchanged|loaded|reload)", since=mark) == 0, \
+        weir.log_text()
+    # the rule file itself still reloads
+    weir.write_rules(rules(other=21))
+    weir.wait_for_log(r"event=rules_loaded reason=file_changed", since=mark, timeout=2)
+
+
 def test_watch_reload_is_quick(weir_factory):
     """The watch reloads at its settle time (100 ms), not on a slow poll.
     The best of three changes must be seen within 0.5 s: a single change

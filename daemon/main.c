@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "grpc/grpc.h"
@@ -30,11 +29,8 @@
 #include "log.h"
 #include "resp/proto_resp.h"
 #include "stores.h"
+#include "watch.h"
 #include "worker.h"
-
-/* Quiet time after a file change before the reload (editors and
- * ConfigMap updates touch several files in a row). */
-#define WATCH_SETTLE_MS 100u
 
 /* The protocols: each listens where its setting says ("" = off). */
 typedef struct protocol_row {
@@ -66,14 +62,10 @@ typedef struct main_loop {
     uv_loop_t loop;
     int sigfd;     /* SIGHUP, SIGTERM and SIGINT, blocked in every thread */
     uv_poll_t sig; /* polls sigfd */
-    uv_fs_event_t watch;
+    rules_watch watch;
     bool watching;
-    /* the rule file's name in the watched directory; "" when the rules
-     * are a directory */
-    char watch_file[sizeof(((server *)0)->opt.rules)];
-    uv_timer_t settle; /* file change -> reload */
-    uv_timer_t phase;  /* drain delay, then shutdown timeout */
-    uv_timer_t poll;   /* while closing: have the workers finished? */
+    uv_timer_t phase; /* drain delay, then shutdown timeout */
+    uv_timer_t poll;  /* while closing: have the workers finished? */
 } main_loop;
 
 static void wake_all(server *s)
@@ -86,8 +78,7 @@ static void close_main(main_loop *m)
 {
     uv_close((uv_handle_t *)&m->sig, NULL);
     if (m->watching)
-        uv_close((uv_handle_t *)&m->watch, NULL);
-    uv_close((uv_handle_t *)&m->settle, NULL);
+        rules_watch_close(&m->watch);
     uv_close((uv_handle_t *)&m->phase, NULL);
     uv_close((uv_handle_t *)&m->poll, NULL);
 }
@@ -148,82 +139,19 @@ static void on_signal(uv_poll_t *h, int status, int events)
     main_loop *m = h->data;
     struct signalfd_siginfo si;
     while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        if (si.ssi_signo == SIGHUP)
+        if (si.ssi_signo == SIGHUP) {
+            if (m->watching)
+                rules_watch_rearm(&m->watch); /* what the path names now */
             server_reload(m->srv, "signal");
-        else
+        } else
             on_term(m, (int)si.ssi_signo);
     }
 }
 
-static void on_settled(uv_timer_t *t)
+static void on_rules_changed(rules_watch *w)
 {
-    main_loop *m = t->data;
+    main_loop *m = w->data;
     server_reload(m->srv, "file_changed");
-}
-
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* Whether a change to @name in the watched directory can change the
- * rules: the rule file itself, or (a directory of rules) a .yaml or .yml
- * file; and a ConfigMap's "..data" swap either way. Anything else there
- * (a log file, an editor's swap file) is not worth a reload, which would
- * otherwise run again and again next to a busy file. */
-static bool concerns_rules(const main_loop *m, const char *name)
-{
-    if (!name || strncmp(name, "..", 2) == 0)
-        return true;
-    if (m->watch_file[0])
-        return strcmp(name, m->watch_file) == 0;
-    return name[0] != '.' && (ends_with(name, ".yaml") || ends_with(name, ".yml"));
-}
-
-static void on_fs_event(uv_fs_event_t *h, const char *name, int events, int status)
-{
-    (void)events;
-    main_loop *m = h->data;
-    if (status < 0) {
-        dlog(WEIR_LOG_WARN, "watch_failed", "error", uv_strerror(status), NULL);
-        return;
-    }
-    if (concerns_rules(m, name))
-        uv_timer_start(&m->settle, on_settled, WATCH_SETTLE_MS, 0);
-}
-
-/* Watches the rule directory, or the directory holding the rule file: a
- * Kubernetes ConfigMap replaces files by swapping a symlink next to them,
- * which a watch on the file itself would never see. */
-static void start_watch(main_loop *m)
-{
-    const char *path = m->srv->opt.rules;
-    char dir[sizeof(m->srv->opt.rules)];
-    struct stat st;
-    m->watch_file[0] = '\0';
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-        snprintf(dir, sizeof(dir), "%s", path);
-    } else {
-        const char *slash = strrchr(path, '/');
-        snprintf(m->watch_file, sizeof(m->watch_file), "%s", slash ? slash + 1 : path);
-        if (!slash)
-            snprintf(dir, sizeof(dir), ".");
-        else if (slash == path)
-            snprintf(dir, sizeof(dir), "/");
-        else
-            snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    }
-    uv_fs_event_init(&m->loop, &m->watch);
-    m->watch.data = m;
-    int rc = uv_fs_event_start(&m->watch, on_fs_event, dir, 0);
-    if (rc < 0) {
-        dlog(WEIR_LOG_WARN, "watch_failed", "path", dir, "error", uv_strerror(rc), NULL);
-        uv_close((uv_handle_t *)&m->watch, NULL);
-        return;
-    }
-    m->watching = true;
-    dlog(WEIR_LOG_DEBUG, "watching", "path", dir, NULL);
 }
 
 /* Sets up the main loop: the signals' descriptor and the rule watch come
@@ -253,12 +181,16 @@ static int main_init(main_loop *m, server *s)
     uv_poll_init(&m->loop, &m->sig, m->sigfd);
     m->sig.data = m;
     uv_poll_start(&m->sig, UV_READABLE, on_signal);
-    uv_timer_init(&m->loop, &m->settle);
     uv_timer_init(&m->loop, &m->phase);
     uv_timer_init(&m->loop, &m->poll);
-    m->settle.data = m->phase.data = m->poll.data = m;
-    if (s->opt.watch)
-        start_watch(m);
+    m->phase.data = m->poll.data = m;
+    m->watch.data = m;
+    if (s->opt.watch) {
+        /* a path that cannot be watched yet is logged and tried again at
+         * its next change or SIGHUP */
+        rules_watch_start(&m->watch, &m->loop, s->opt.rules, on_rules_changed);
+        m->watching = true;
+    }
     return 0;
 }
 

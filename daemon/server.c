@@ -97,10 +97,11 @@ void server_log_loaded(server *s, const server_rules_counts *c, const char *why)
     snprintf(d, sizeof(d), "%zu", c->domains);
     snprintf(r, sizeof(r), "%zu", c->descriptors);
     snprintf(l, sizeof(l), "%zu", c->limits);
-    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, "domains", d,
-         "descriptors", r, "limits", l, NULL);
+    /* in force before it is said to be */
     if (c->domains > 0)
         atomic_store(&s->rules_seen, true);
+    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, "domains", d,
+         "descriptors", r, "limits", l, NULL);
 }
 
 bool server_healthy(server *s)

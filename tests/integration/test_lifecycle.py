@@ -286,6 +286,68 @@ def test_configmap_symlink_swap(weir_factory, tmp_path):
     assert weir.count_log(r"event=rules_reload_failed") == 0
 
 
+def other_limit(weir):
+    return rule_line(weir, "other")
+
+
+def test_watch_survives_the_rule_directory_replaced(weir_factory, tmp_path):
+    """rm -rf rules && mv rules.new rules, as deploy tools do: the new
+    directory is watched from then on, edits included."""
+    d = tmp_path / "rules"
+    d.mkdir()
+    (d / "a.yaml").write_text(rules(other=1))
+    weir = weir_factory(None, rules_path=d)
+    assert "requests_per_unit=1 " in other_limit(weir)
+    for n in (2, 3):
+        new = tmp_path / "rules.new"
+        new.mkdir()
+        (new / "a.yaml").write_text(rules(other=n))
+        subprocess.run(["rm", "-rf", str(d)], check=True)
+        os.rename(new, d)
+        weir.wait_until(lambda: f"requests_per_unit={n} " in other_limit(weir), timeout=3,
+                        what=f"the replaced directory's rules ({n})")
+    # an edit inside the new directory is seen too
+    (d / "a.yaml").write_text(rules(other=4))
+    weir.wait_until(lambda: "requests_per_unit=4 " in other_limit(weir), timeout=3,
+                    what="an edit in the replaced directory")
+    # and removed, then back: the watch comes back with it
+    subprocess.run(["rm", "-rf", str(d)], check=True)
+    weir.wait_for_log(r"event=rules_reload_failed", timeout=3)
+    d.mkdir()
+    (d / "a.yaml").write_text(rules(other=5))
+    weir.wait_until(lambda: "requests_per_unit=5 " in other_limit(weir), timeout=3,
+                    what="the directory back")
+    (d / "a.yaml").write_text(rules(other=6))
+    weir.wait_until(lambda: "requests_per_unit=6 " in other_limit(weir), timeout=3,
+                    what="an edit in the directory back")
+
+
+def test_watch_follows_a_swapped_symlink_to_the_rules(weir_factory, tmp_path):
+    """--rules names a symlink to a directory, swapped atomically
+    (ln -s v2 tmp && mv -T tmp current): the swap reloads, and edits to the
+    new target are seen, not those to the old one."""
+    for v, n in (("v1", 1), ("v2", 2)):
+        (tmp_path / v).mkdir()
+        (tmp_path / v / "r.yaml").write_text(rules(other=n))
+    current = tmp_path / "current"
+    os.symlink("v1", current)
+    weir = weir_factory(None, rules_path=current)
+    assert "requests_per_unit=1 " in other_limit(weir)
+    os.symlink("v2", tmp_path / "tmp")
+    os.rename(tmp_path / "tmp", current)
+    weir.wait_until(lambda: "requests_per_unit=2 " in other_limit(weir), timeout=3,
+                    what="the swapped symlink's rules")
+    (tmp_path / "v2" / "r.yaml").write_text(rules(other=3))
+    weir.wait_until(lambda: "requests_per_unit=3 " in other_limit(weir), timeout=3,
+                    what="an edit to the new target")
+    # the old target is not watched any more
+    mark = weir.mark()
+    (tmp_path / "v1" / "r.yaml").write_text(rules(other=9))
+    time.sleep(0.5)
+    assert weir.count_log(r"event=rules_(loaded|unchanged)", since=mark) == 0
+    assert "requests_per_unit=3 " in other_limit(weir)
+
+
 def test_bad_rules_at_start(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text("domain: test\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n")

@@ -18,8 +18,9 @@
  *                          entries are the query's pairs in order, then
  *                          the configured request headers.
  *
- * Decoding rules: unknown fields are refused in every format (and a field
- * given under both its proto and camelCase names in /json); null is the
+ * Decoding rules: unknown fields are refused in every format, and so is a
+ * field given twice in one object (in /json, under either of its proto
+ * and camelCase names); null is the
  * same as absent; in weir's formats an entry needs key and value, a limit
  * requests_per_unit and unit (a name, any case: second .. year, week),
  * and hits are integers 0 .. 2^53; in /json missing fields take proto3's

@@ -118,9 +118,10 @@ typedef struct field {
 
 /*
  * Sorts the members of @obj into @out (one slot per field, NULL when absent
- * or null): an unknown field, or one given under both its spellings, is an
- * error; a member given twice under one spelling keeps its last value.
- * @obj must be a JSON object.
+ * or null): an unknown field, or one given twice (under one spelling or
+ * both), is an error: a last-wins reading lets two parsers of one body
+ * disagree on what it asks, as protojson refuses it too. @obj must be a
+ * JSON object.
  */
 static bool get_fields(dctx *c, jnode *obj, const field *fields, size_t n, jnode **out)
 {
@@ -146,7 +147,7 @@ static bool get_fields(dctx *c, jnode *obj, const field *fields, size_t n, jnode
         if (i == n)
             return set_error(c->err, 400, &c->p, "unknown field '%s'",
                              weir_api_dec_quote(q, key->s, key->n));
-        if (seen[i] && seen[i] != spelling)
+        if (seen[i])
             return set_error(c->err, 400, &c->p, "duplicate field '%s'",
                              weir_api_dec_quote(q, key->s, key->n));
         seen[i] = spelling;
@@ -176,6 +177,14 @@ static bool get_string(dctx *c, jnode *v, const char *name, const char **s, size
     if (v->type != WEIR_JSON_STRING) {
         size_t at = path_field(&c->p, name);
         set_error(c->err, 400, &c->p, "must be a string");
+        path_cut(&c->p, at);
+        return false;
+    }
+    if (v->n > WEIR_MAX_KEY_BYTES) {
+        /* no counter could be named by it (docs/API.md, "Caps") */
+        size_t at = path_field(&c->p, name);
+        set_error(c->err, 400, &c->p, "%zu bytes, more than the %u a string may have", (size_t)v->n,
+                  WEIR_MAX_KEY_BYTES);
         path_cut(&c->p, at);
         return false;
     }

@@ -442,7 +442,8 @@ WEIR_API weir_status weir_engine_explain(weir_engine_reader *reader, const weir_
     X(MISSING_BYTES, 6, " has an entry whose key or value is missing")                           \
     X(UNKNOWN_UNIT, 7, ".limit.unit must not be UNKNOWN")                                        \
     X(TOO_MANY_LIMITS, 8, "the request puts more limits to the test than one decision may (64)") \
-    X(VALUES_TOO_LONG, 9, " has values too long for a counter key")                              \
+    X(VALUES_TOO_LONG, 9,                                                                        \
+      " has values too long for a counter key (4096 bytes with the rule's path)")                \
     X(BAD_OVERRIDE, 10, ".limit is out of the range its limit's algorithm takes")                \
     X(NO_MEMORY, 11, "out of memory")
 

@@ -231,8 +231,14 @@ def test_bad_request(shared_weir, data, status, detail, closes):
 
 def test_value_longer_than_a_counter_key(weir_factory):
     weir = weir_factory(RULES)
+    # a string longer than any counter key: named, with the cap
     r = weir.check("test", {"user": "v" * 5000})
-    assert_problem(r, 400, "descriptors[0] has values too long for a counter key")
+    assert_problem(r, 400, "descriptors[0].entries[0].value: 5000 bytes, more than the 4096 "
+                           "a string may have")
+    # within it, but not with the rule's path
+    r = weir.check("test", {"user": "v" * 4090})
+    assert_problem(r, 400, "descriptors[0] has values too long for a counter key (4096 bytes "
+                           "with the rule's path)")
     assert_alive(weir)
 
 

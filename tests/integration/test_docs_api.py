@@ -135,6 +135,9 @@ ERROR_REQUESTS = {
         POST_CHECK + ('{"domain":"api",',),
     "descriptors[0].entries[0].value: must be a string":
         POST_CHECK + ('{"domain":"api","descriptors":[{"entries":[{"key":"a","value":1}]}]}',),
+    "descriptors[0].entries[0].value: 5000 bytes, more than the 4096 a string may have":
+        POST_CHECK + ('{"domain":"api","descriptors":[{"entries":[{"key":"api_key","value":"'
+                      + "v" * 5000 + '"}]}]}',),
     "rate limit domain must not be empty":
         POST_CHECK + ('{"domain":"","descriptors":[{"entries":[{"key":"a","value":"b"}]}]}',),
     "rate limit descriptor list must not be empty":
@@ -155,7 +158,7 @@ ERROR_REQUESTS = {
 # carry: the HTTP and engine tests cause those.
 NOT_SENT_HERE = {"malformed request: ...", "missing Host header", "more than one Host header",
                  "whitespace between header name and colon",
-                 "descriptors[0] has values too long for a counter key",
+                 "descriptors[0] has values too long for a counter key (4096 bytes with the rule's path)",
                  "descriptors[1] has an entry whose key or value is missing", "out of memory",
                  "no decision within --decision-timeout"}
 

@@ -750,7 +750,8 @@ static void refusals_name_their_reason(void **unused)
         {"api", 2, 1, WEIR_EINVAL, "descriptors[1] has no entries"},
         {"nope", 2, 1, WEIR_EINVAL, "descriptors[1] has no entries"},
         {"api", 2, 2, WEIR_EINVAL, "descriptors[1].limit.unit must not be UNKNOWN"},
-        {"api", 2, 4, WEIR_EINVAL, "descriptors[1] has values too long for a counter key"},
+        {"api", 2, 4, WEIR_EINVAL,
+         "descriptors[1] has values too long for a counter key (4096 bytes with the rule's path)"},
         {"api", 2, 3, WEIR_OK, "not refused"},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {

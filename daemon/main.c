@@ -3,8 +3,9 @@
  * (from the store table), the rules and the engine, the protocols (one
  * row each below) and their listening sockets, the workers; then the main
  * thread's own loop handles signals (SIGHUP reloads, SIGTERM/SIGINT drain
- * and stop) and watches the rule files. The only file that names every
- * protocol and every store.
+ * and stop) and watches the rule files, or runs the xDS subscription that
+ * delivers them (--config-type grpc-xds-sotw). The only file that names
+ * every protocol and every store.
  *
  * Shutdown runs in three steps: draining (/healthz answers 503, everything
  * else is still served) for --drain-delay; closing (listeners closed, idle
@@ -31,6 +32,7 @@
 #include "resp/proto_resp.h"
 #include "stores.h"
 #include "worker.h"
+#include "xds/xds.h"
 
 /* Quiet time after a file change before the reload (editors and
  * ConfigMap updates touch several files in a row). */
@@ -71,6 +73,7 @@ typedef struct main_loop {
     uv_timer_t settle; /* file change -> reload */
     uv_timer_t phase;  /* drain delay, then shutdown timeout */
     uv_timer_t poll;   /* while closing: have the workers finished? */
+    xds_client *xds;   /* the rules' subscription, with --config-type grpc-xds-sotw */
 } main_loop;
 
 static void wake_all(server *s)
@@ -81,6 +84,8 @@ static void wake_all(server *s)
 
 static void close_main(main_loop *m)
 {
+    if (m->xds)
+        xds_stop(m->xds);
     uv_close((uv_handle_t *)&m->sig, NULL);
     if (m->watching)
         uv_close((uv_handle_t *)&m->watch, NULL);
@@ -145,7 +150,10 @@ static void on_signal(uv_poll_t *h, int status, int events)
     main_loop *m = h->data;
     struct signalfd_siginfo si;
     while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        if (si.ssi_signo == SIGHUP)
+        if (si.ssi_signo == SIGHUP && m->srv->opt.config_xds)
+            dlog(WEIR_LOG_INFO, "reload_skipped", "reason", "signal", "detail",
+                 "the rules come from the xDS server", NULL);
+        else if (si.ssi_signo == SIGHUP)
             server_reload(m->srv, "signal");
         else
             on_term(m, (int)si.ssi_signo);
@@ -232,7 +240,7 @@ static int main_init(main_loop *m, server *s)
     uv_timer_init(&m->loop, &m->phase);
     uv_timer_init(&m->loop, &m->poll);
     m->settle.data = m->phase.data = m->poll.data = m;
-    if (s->opt.watch)
+    if (s->opt.watch && !s->opt.config_xds)
         start_watch(m);
     return 0;
 }
@@ -313,7 +321,15 @@ static int start(server *s)
     if (msg[0])
         dlog(warn ? WEIR_LOG_WARN : WEIR_LOG_INFO, "store_checked", "store", store_shown, "result",
              msg, NULL);
-    weir_rules *rules = server_load_rules(s);
+    weir_rules *rules = NULL;
+    if (s->opt.config_xds) {
+        /* as upstream: the service runs before the first rules arrive */
+        if (weir_rules_empty(s->ctx, &rules) == WEIR_OK)
+            dlog(WEIR_LOG_INFO, "started_without_rules", "xds_server", s->opt.xds_server, "detail",
+                 "every request is allowed until the xDS server's rules arrive", NULL);
+    } else {
+        rules = server_load_rules(s);
+    }
     if (!rules && s->opt.force_start && weir_rules_empty(s->ctx, &rules) == WEIR_OK)
         dlog(WEIR_LOG_WARN, "started_without_rules", "path", s->opt.rules, "detail",
              "--force-start: every request is allowed until the rules load (a fix to the "
@@ -365,7 +381,8 @@ static int start(server *s)
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
                "  health:  %s/healthz\n  metrics: %s/metrics\n  rules:   %s/v1/rules\n",
-               weir_version(), s->opt.rules, http, http, http, http);
+               weir_version(), s->opt.config_xds ? s->opt.xds_server : s->opt.rules, http, http,
+               http, http);
         fflush(stdout);
     }
     if (strcmp(grpc, "off") != 0) {
@@ -430,7 +447,15 @@ int weir_cli_serve(int argc, char **argv)
         return 1;
     }
     rc = start(&srv);
+    if (rc == 0 && srv.opt.config_xds) {
+        char why[256];
+        if (!(m.xds = xds_start(&srv, &m.loop, why, sizeof(why)))) {
+            fprintf(stderr, "weir serve: %s\n", why);
+            rc = 1;
+        }
+    }
     main_run(&m, rc == 0);
+    xds_free(m.xds);
     if (rc == 0) {
         dlog(WEIR_LOG_INFO, "stopped", NULL);
     } else {

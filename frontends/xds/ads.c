@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/nv.h"
 #include "grpc/rls.h"
 
 /* The stream's and the connection's receive windows: a large rule set
@@ -45,18 +46,6 @@ static void end(weir_xds_ads *a, int status, const char *message)
         return;
     a->ended = true;
     a->cb.on_end(a->arg, status, message);
-}
-
-static bool eq(const uint8_t *p, size_t n, const char *z)
-{
-    return n == strlen(z) && memcmp(p, z, n) == 0;
-}
-
-static nghttp2_nv nv(const char *name, const char *value)
-{
-    nghttp2_nv v = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
-                    strlen(value), NGHTTP2_NV_FLAG_NONE};
-    return v;
 }
 
 /* ------------------------------------------------------------ request body */
@@ -109,18 +98,18 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     weir_xds_ads *a = user_data;
     if (frame->hd.stream_id != a->stream_id)
         return 0;
-    if (eq(name, namelen, ":status")) {
+    if (weir_h2_is(name, namelen, ":status")) {
         a->http_status = 0;
         for (size_t i = 0; i < valuelen && i < 3; i++)
             a->http_status = a->http_status * 10 + (value[i] - '0');
-    } else if (eq(name, namelen, "content-type")) {
+    } else if (weir_h2_is(name, namelen, "content-type")) {
         a->grpc_ct = valuelen >= 16 && memcmp(value, "application/grpc", 16) == 0;
-    } else if (eq(name, namelen, "grpc-status")) {
+    } else if (weir_h2_is(name, namelen, "grpc-status")) {
         int st = 0;
         for (size_t i = 0; i < valuelen && i < 4; i++)
             st = value[i] >= '0' && value[i] <= '9' ? st * 10 + (value[i] - '0') : st;
         a->grpc_status = st;
-    } else if (eq(name, namelen, "grpc-message")) {
+    } else if (weir_h2_is(name, namelen, "grpc-message")) {
         size_t n = valuelen < sizeof(a->message) - 1 ? valuelen : sizeof(a->message) - 1;
         memcpy(a->message, value, n); /* percent-encoded: shown as sent */
         a->message[n] = '\0';
@@ -249,18 +238,18 @@ weir_xds_ads *weir_xds_ads_new(const weir_xds_ads_options *o, const weir_xds_ads
     nghttp2_settings_entry iv[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, STREAM_WINDOW}};
     nghttp2_nv hdrs[6 + MAX_HEADERS] = {
-        nv(":method", "POST"),
-        nv(":scheme", "http"),
-        nv(":path", o->path),
-        nv(":authority", o->authority),
-        nv("content-type", "application/grpc"),
-        nv("te", "trailers"),
+        weir_h2_nv(":method", "POST"),
+        weir_h2_nv(":scheme", "http"),
+        weir_h2_nv(":path", o->path),
+        weir_h2_nv(":authority", o->authority),
+        weir_h2_nv("content-type", "application/grpc"),
+        weir_h2_nv("te", "trailers"),
     };
     size_t nh = 6;
     for (size_t i = 0; i < o->n_headers; i++)
-        hdrs[nh++] = nv(o->header_names[i], o->header_values[i]);
+        hdrs[nh++] = weir_h2_nv(o->header_names[i], o->header_values[i]);
     if (o->user_agent)
-        hdrs[nh++] = nv("user-agent", o->user_agent);
+        hdrs[nh++] = weir_h2_nv("user-agent", o->user_agent);
     nghttp2_data_provider prd = {{.ptr = a}, read_out};
     if (nghttp2_submit_settings(a->s, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
         nghttp2_session_set_local_window_size(a->s, NGHTTP2_FLAG_NONE, 0, (int32_t)CONN_WINDOW) !=

@@ -11,8 +11,8 @@ going away and coming back (rules kept meanwhile, the new stream saying
 the version in force), upstream's environment variables, and what is
 refused at start.
 
-The message classes come from the project's own proto/ files through a
-protoc descriptor set, as in test_grpc.py.
+The message classes come from the project's own proto/ files
+(protoclasses.py).
 """
 
 import os
@@ -26,9 +26,8 @@ from concurrent import futures
 import grpc
 import pytest
 from conftest import clock_at, weir_bin
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from protoclasses import message_classes
 
-PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources"
 RLS_TYPE = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig"
 RESOURCE_TYPE = "type.googleapis.com/envoy.service.discovery.v3.Resource"
@@ -38,27 +37,13 @@ INVALID_ARGUMENT = 3
 
 class Pb:
     def __init__(self, directory):
-        out = os.path.join(str(directory), "xds.pb")
-        subprocess.run(["protoc", "--include_imports", "--descriptor_set_out=" + out,
-                        "-I", PROTO_DIR, "-I", "/usr/include",
-                        "envoy/service/discovery/v3/discovery.proto",
-                        "ratelimit/config/ratelimit/v3/rls_conf.proto"], check=True)
-        with open(out, "rb") as f:
-            fds = descriptor_pb2.FileDescriptorSet.FromString(f.read())
-        pool = descriptor_pool.DescriptorPool()
-        for fd in fds.file:
-            pool.Add(fd)
-
-        def cls(name):
-            desc = pool.FindMessageTypeByName(name)
-            if hasattr(message_factory, "GetMessageClass"):
-                return message_factory.GetMessageClass(desc)
-            return message_factory.MessageFactory(pool).GetPrototype(desc)
-
-        self.Request = cls("envoy.service.discovery.v3.DiscoveryRequest")
-        self.Response = cls("envoy.service.discovery.v3.DiscoveryResponse")
-        self.Resource = cls("envoy.service.discovery.v3.Resource")
-        self.Config = cls("ratelimit.config.ratelimit.v3.RateLimitConfig")
+        self.Request, self.Response, self.Resource, self.Config = message_classes(
+            directory, ["envoy/service/discovery/v3/discovery.proto",
+                        "ratelimit/config/ratelimit/v3/rls_conf.proto"],
+            ["envoy.service.discovery.v3.DiscoveryRequest",
+             "envoy.service.discovery.v3.DiscoveryResponse",
+             "envoy.service.discovery.v3.Resource",
+             "ratelimit.config.ratelimit.v3.RateLimitConfig"])
 
 
 @pytest.fixture(scope="module")

@@ -168,20 +168,30 @@ static int on_data(nghttp2_session *session, uint8_t flags, int32_t stream_id, c
 
 /* The response's first HEADERS: anything but a 200 with a gRPC
  * content-type is not a gRPC server answering (a proxy's error page, an
- * HTTP server on that port). */
+ * HTTP server on that port). END_STREAM from the server ends the call,
+ * whatever the client's half is doing: the client's half is reset. */
 static int on_frame(nghttp2_session *session, const nghttp2_frame *frame, void *user_data)
 {
     (void)session;
     weir_xds_ads *a = user_data;
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->hd.stream_id != a->stream_id || a->ended)
+    if (frame->hd.stream_id != a->stream_id || a->ended)
         return 0;
-    if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE && a->grpc_status < 0 &&
-        (a->http_status != 200 || !a->grpc_ct)) {
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_RESPONSE &&
+        a->grpc_status < 0 && (a->http_status != 200 || !a->grpc_ct)) {
         char why[96];
         snprintf(why, sizeof(why), "not a gRPC response (HTTP status %d%s)", a->http_status,
                  a->grpc_ct ? "" : ", no application/grpc content-type");
         nghttp2_submit_rst_stream(a->s, NGHTTP2_FLAG_NONE, a->stream_id, NGHTTP2_CANCEL);
         end(a, WEIR_GRPC_UNKNOWN, why);
+        return 0;
+    }
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        nghttp2_submit_rst_stream(a->s, NGHTTP2_FLAG_NONE, a->stream_id, NGHTTP2_NO_ERROR);
+        if (a->grpc_status >= 0)
+            end(a, a->grpc_status, a->message[0] ? a->message : "stream ended by the server");
+        else
+            end(a, WEIR_GRPC_UNKNOWN, "stream ended without a gRPC status");
     }
     return 0;
 }
@@ -271,6 +281,16 @@ void weir_xds_ads_free(weir_xds_ads *a)
     free(a);
 }
 
+/* Whether the session is over: a connection error nghttp2 answered with
+ * a GOAWAY of its own (once that is sent it neither reads nor writes). */
+static bool over(weir_xds_ads *a)
+{
+    if (nghttp2_session_want_read(a->s) || nghttp2_session_want_write(a->s))
+        return false;
+    end(a, WEIR_GRPC_UNAVAILABLE, "HTTP/2: the connection is over (a connection error)");
+    return true;
+}
+
 bool weir_xds_ads_recv(weir_xds_ads *a, const uint8_t *data, size_t len)
 {
     ssize_t rc = nghttp2_session_mem_recv(a->s, data, len);
@@ -280,7 +300,7 @@ bool weir_xds_ads_recv(weir_xds_ads *a, const uint8_t *data, size_t len)
         end(a, WEIR_GRPC_UNAVAILABLE, why);
         return false;
     }
-    return true;
+    return !over(a);
 }
 
 bool weir_xds_ads_send(weir_xds_ads *a, weir_buf *out)
@@ -293,7 +313,7 @@ bool weir_xds_ads_send(weir_xds_ads *a, weir_buf *out)
             return false;
         }
         if (n == 0)
-            return weir_buf_ok(out);
+            return !over(a) && weir_buf_ok(out);
         weir_buf_put(out, p, (size_t)n);
     }
 }

@@ -148,8 +148,11 @@ static weir_xds_result add_resource(weir_xds_response *r, size_t i,
     const ProtobufCBinaryData *value = &any->value;
     if (type_is(url, RESOURCE_TYPE_URL)) {
         wrapped = envoy__service__discovery__v3__resource__unpack(NULL, value->len, value->data);
-        if (!wrapped || !wrapped->resource)
+        if (!wrapped || !wrapped->resource) {
+            if (wrapped)
+                envoy__service__discovery__v3__resource__free_unpacked(wrapped, NULL);
             return fail(r, WEIR_XDS_BAD_RESOURCE, "resource #%zu: malformed Resource", i);
+        }
         url = wrapped->resource->type_url ? wrapped->resource->type_url : "";
         value = &wrapped->resource->value;
     }

@@ -24,18 +24,31 @@ typedef Ratelimit__Config__Ratelimit__V3__RateLimitPolicy rl_policy;
 
 /* ------------------------------------------------------------ the wire walk */
 
-/* The message kinds whose fields hold messages that can nest. */
-typedef enum kind { K_NONE, K_CONFIG, K_DESCRIPTOR, K_STRUCT, K_ENTRY, K_VALUE, K_LIST } kind;
+/* The message kinds the walk looks into: those that nest, and those
+ * holding strings that become rules. */
+typedef enum kind {
+    K_NONE,
+    K_CONFIG,
+    K_DESCRIPTOR,
+    K_POLICY,
+    K_REPLACE,
+    K_STRUCT,
+    K_ENTRY,
+    K_VALUE,
+    K_LIST
+} kind;
 
-/* The kind of field @field of a @k message, K_NONE when it is not a
- * message that can nest (strings, the policy, ...). */
+/* The kind of field @field of a @k message, K_NONE when the walk need not
+ * look into it. */
 static kind child_kind(kind k, uint64_t field)
 {
     switch (k) {
     case K_CONFIG: /* RateLimitConfig.descriptors */
         return field == 3 ? K_DESCRIPTOR : K_NONE;
-    case K_DESCRIPTOR: /* .descriptors, .metadata */
-        return field == 4 ? K_DESCRIPTOR : field == 8 ? K_STRUCT : K_NONE;
+    case K_DESCRIPTOR: /* .descriptors, .rate_limit, .metadata */
+        return field == 4 ? K_DESCRIPTOR : field == 3 ? K_POLICY : field == 8 ? K_STRUCT : K_NONE;
+    case K_POLICY: /* RateLimitPolicy.replaces */
+        return field == 5 ? K_REPLACE : K_NONE;
     case K_STRUCT: /* google.protobuf.Struct.fields (map entries) */
         return field == 1 ? K_ENTRY : K_NONE;
     case K_ENTRY: /* the entry's value */
@@ -44,10 +57,29 @@ static kind child_kind(kind k, uint64_t field)
         return field == 5 ? K_STRUCT : field == 6 ? K_LIST : K_NONE;
     case K_LIST: /* ListValue.values */
         return field == 1 ? K_VALUE : K_NONE;
+    case K_REPLACE:
     case K_NONE:
         break;
     }
     return K_NONE;
+}
+
+/* Whether field @field of a @k message is a string that becomes part of
+ * a rule (protobuf-c hands strings out NUL-terminated: a NUL inside one
+ * would silently cut it). */
+static bool rule_string(kind k, uint64_t field)
+{
+    switch (k) {
+    case K_CONFIG:     /* name, domain */
+    case K_DESCRIPTOR: /* key, value */
+        return field == 1 || field == 2;
+    case K_POLICY: /* name */
+        return field == 4;
+    case K_REPLACE: /* name */
+        return field == 1;
+    default:
+        return false;
+    }
 }
 
 static bool varint(const uint8_t **p, size_t *n, uint64_t *v)
@@ -68,7 +100,7 @@ static bool varint(const uint8_t **p, size_t *n, uint64_t *v)
     return false;
 }
 
-typedef enum walk_result { WALK_OK, WALK_MALFORMED, WALK_TOO_DEEP } walk_result;
+typedef enum walk_result { WALK_OK, WALK_MALFORMED, WALK_TOO_DEEP, WALK_NUL } walk_result;
 
 /* Walks the @k message @p (@n bytes) and the messages nested in it. */
 static walk_result walk(const uint8_t *p, size_t n, kind k, unsigned depth)
@@ -96,6 +128,8 @@ static walk_result walk(const uint8_t *p, size_t n, kind k, unsigned depth)
         case 2: {
             if (!varint(&p, &n, &v) || v > n)
                 return WALK_MALFORMED;
+            if (rule_string(k, tag >> 3) && memchr(p, 0, (size_t)v))
+                return WALK_NUL;
             kind c = child_kind(k, tag >> 3);
             walk_result r = c == K_NONE ? WALK_OK : walk(p, (size_t)v, c, depth + 1);
             if (r != WALK_OK)
@@ -119,32 +153,110 @@ static void indent(weir_buf *b, unsigned n)
         weir_buf_putc(b, ' ');
 }
 
+/* The code point of the UTF-8 sequence at @p and its length, 0 when the
+ * sequence is not valid UTF-8 (cut, overlong, a surrogate, past U+10FFFF;
+ * @p is NUL-terminated, so a cut sequence stops at the NUL). */
+static size_t utf8_next(const unsigned char *p, uint32_t *cp)
+{
+    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+    size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
+    if (!n || p[0] > 0xf4)
+        return 0;
+    uint32_t c = p[0] & (0x7fu >> n);
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        c = c << 6 | (p[i] & 0x3fu);
+    }
+    if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* Whether libyaml reads code point @c as it is inside a double-quoted
+ * scalar: printable (its reader refuses the rest) and not a line break
+ * (which it would fold) nor a byte order mark. */
+static bool yaml_plain_char(uint32_t c)
+{
+    return (c >= 0xa0 && c <= 0xd7ff && c != 0x2028 && c != 0x2029) ||
+           (c >= 0xe000 && c <= 0xfffd && c != 0xfeff) || c >= 0x10000;
+}
+
 /* @s as a YAML double-quoted scalar: '"' and '\' escaped, control bytes
- * as \xNN; other bytes (UTF-8) as they are. */
-static void quoted(weir_buf *b, const char *s)
+ * and the code points libyaml would not read as they are escaped, other
+ * UTF-8 as it is. False when @s is not valid UTF-8 (protobuf strings must
+ * be; YAML cannot carry the bytes). */
+static bool quoted(weir_buf *b, const char *s)
 {
     static const char hex[] = "0123456789abcdef";
     weir_buf_putc(b, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') {
-            weir_buf_putc(b, '\\');
-            weir_buf_putc(b, (char)*p);
-        } else if (*p < 0x20 || *p == 0x7f) {
-            char e[4] = {'\\', 'x', hex[*p >> 4], hex[*p & 15]};
-            weir_buf_put(b, e, sizeof(e));
-        } else {
-            weir_buf_putc(b, (char)*p);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        if (*p < 0x80) {
+            if (*p == '"' || *p == '\\') {
+                weir_buf_putc(b, '\\');
+                weir_buf_putc(b, (char)*p);
+            } else if (*p < 0x20 || *p == 0x7f) {
+                char e[4] = {'\\', 'x', hex[*p >> 4], hex[*p & 15]};
+                weir_buf_put(b, e, sizeof(e));
+            } else {
+                weir_buf_putc(b, (char)*p);
+            }
+            p++;
+            continue;
         }
+        uint32_t c;
+        size_t n = utf8_next(p, &c);
+        if (!n)
+            return false;
+        if (yaml_plain_char(c)) {
+            weir_buf_put(b, p, n);
+        } else { /* below U+10000: the others are plain */
+            char e[6] = {'\\',       'u', hex[c >> 12], hex[(c >> 8) & 15], hex[(c >> 4) & 15],
+                         hex[c & 15]};
+            weir_buf_put(b, e, sizeof(e));
+        }
+        p += n;
     }
     weir_buf_putc(b, '"');
+    return true;
+}
+
+/* The document being written; @bad_text once a string could not be. */
+typedef struct render {
+    weir_buf *b;
+    bool bad_text;
+} render;
+
+static void text(render *r, const char *s)
+{
+    if (!quoted(r->b, s ? s : ""))
+        r->bad_text = true;
 }
 
 /* "key: " at @ind spaces. */
-static void field(weir_buf *b, unsigned ind, const char *key)
+static void field(render *r, unsigned ind, const char *key)
 {
-    indent(b, ind);
-    weir_buf_puts(b, key);
-    weir_buf_puts(b, ": ");
+    indent(r->b, ind);
+    weir_buf_puts(r->b, key);
+    weir_buf_puts(r->b, ": ");
+}
+
+/* "key: "string"" on a line of its own. */
+static void text_field(render *r, unsigned ind, const char *key, const char *value)
+{
+    field(r, ind, key);
+    text(r, value);
+    weir_buf_putc(r->b, '\n');
+}
+
+/* "key: true" on a line of its own when @on. */
+static void flag(render *r, unsigned ind, const char *key, protobuf_c_boolean on)
+{
+    if (!on)
+        return;
+    field(r, ind, key);
+    weir_buf_puts(r->b, "true\n");
 }
 
 static const char *unit_name(int unit)
@@ -154,86 +266,57 @@ static const char *unit_name(int unit)
     return unit >= 0 && unit < 8 ? names[unit] : NULL;
 }
 
-static void policy(weir_buf *b, unsigned ind, const rl_policy *p)
+static void policy(render *r, unsigned ind, const rl_policy *p)
 {
     /* unlimited with no unit is upstream's only valid unlimited form; a
      * unit with unlimited is kept so the loader refuses it as upstream */
     if (p->unit != 0 || !p->unlimited) {
-        field(b, ind, "unit");
+        char num[16];
+        snprintf(num, sizeof(num), "%d", (int)p->unit);
         const char *u = unit_name((int)p->unit);
-        if (u) {
-            quoted(b, u);
-        } else {
-            char num[16];
-            snprintf(num, sizeof(num), "%d", (int)p->unit);
-            quoted(b, num);
-        }
-        weir_buf_putc(b, '\n');
+        text_field(r, ind, "unit", u ? u : num);
     }
     if (!p->unlimited) {
-        field(b, ind, "requests_per_unit");
-        weir_buf_put_u64(b, p->requests_per_unit);
-        weir_buf_putc(b, '\n');
-    } else {
-        field(b, ind, "unlimited");
-        weir_buf_puts(b, "true\n");
+        field(r, ind, "requests_per_unit");
+        weir_buf_put_u64(r->b, p->requests_per_unit);
+        weir_buf_putc(r->b, '\n');
     }
-    if (p->name && p->name[0]) {
-        field(b, ind, "name");
-        quoted(b, p->name);
-        weir_buf_putc(b, '\n');
-    }
+    flag(r, ind, "unlimited", p->unlimited);
+    if (p->name && p->name[0])
+        text_field(r, ind, "name", p->name);
     if (p->n_replaces) {
-        field(b, ind, "replaces");
-        weir_buf_putc(b, '\n');
-        for (size_t i = 0; i < p->n_replaces; i++) {
-            indent(b, ind + 2);
-            weir_buf_puts(b, "- name: ");
-            quoted(b, p->replaces[i]->name ? p->replaces[i]->name : "");
-            weir_buf_putc(b, '\n');
-        }
+        field(r, ind, "replaces");
+        weir_buf_putc(r->b, '\n');
+        for (size_t i = 0; i < p->n_replaces; i++)
+            text_field(r, ind + 2, "- name", p->replaces[i]->name);
     }
-}
-
-static void flag(weir_buf *b, unsigned ind, const char *key, protobuf_c_boolean on)
-{
-    if (!on)
-        return;
-    field(b, ind, key);
-    weir_buf_puts(b, "true\n");
 }
 
 /* A descriptor list at @ind spaces ("- " at @ind, fields at @ind + 2).
  * The depth is bounded by the wire walk. */
-static void descriptors(weir_buf *b, unsigned ind, rl_descriptor *const *d, size_t n)
+static void descriptors(render *r, unsigned ind, rl_descriptor *const *d, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        indent(b, ind);
-        weir_buf_puts(b, "- key: ");
-        quoted(b, d[i]->key ? d[i]->key : "");
-        weir_buf_putc(b, '\n');
         unsigned in = ind + 2;
-        if (d[i]->value && d[i]->value[0]) {
-            field(b, in, "value");
-            quoted(b, d[i]->value);
-            weir_buf_putc(b, '\n');
-        }
+        text_field(r, ind, "- key", d[i]->key);
+        if (d[i]->value && d[i]->value[0])
+            text_field(r, in, "value", d[i]->value);
         if (d[i]->rate_limit) {
-            field(b, in, "rate_limit");
-            weir_buf_putc(b, '\n');
-            policy(b, in + 2, d[i]->rate_limit);
+            field(r, in, "rate_limit");
+            weir_buf_putc(r->b, '\n');
+            policy(r, in + 2, d[i]->rate_limit);
         }
-        flag(b, in, "shadow_mode", d[i]->shadow_mode);
-        flag(b, in, "detailed_metric", d[i]->detailed_metric);
-        flag(b, in, "quota_mode", d[i]->quota_mode);
+        flag(r, in, "shadow_mode", d[i]->shadow_mode);
+        flag(r, in, "detailed_metric", d[i]->detailed_metric);
+        flag(r, in, "quota_mode", d[i]->quota_mode);
         if (d[i]->metadata) {
-            field(b, in, "metadata");
-            weir_buf_puts(b, "{}\n");
+            field(r, in, "metadata");
+            weir_buf_puts(r->b, "{}\n");
         }
         if (d[i]->n_descriptors) {
-            field(b, in, "descriptors");
-            weir_buf_putc(b, '\n');
-            descriptors(b, in + 2, d[i]->descriptors, d[i]->n_descriptors);
+            field(r, in, "descriptors");
+            weir_buf_putc(r->b, '\n');
+            descriptors(r, in + 2, d[i]->descriptors, d[i]->n_descriptors);
         }
     }
 }
@@ -246,6 +329,8 @@ const char *weir_xds_config_yaml(const uint8_t *msg, size_t len, weir_buf *out, 
         return "malformed RateLimitConfig";
     case WALK_TOO_DEEP:
         return "RateLimitConfig nested more than 64 messages deep";
+    case WALK_NUL:
+        return "a string of the RateLimitConfig holds a NUL byte";
     case WALK_OK:
         break;
     }
@@ -253,13 +338,14 @@ const char *weir_xds_config_yaml(const uint8_t *msg, size_t len, weir_buf *out, 
     if (!c) /* the walk passed: what is left is a bad string or out of memory */
         return "malformed RateLimitConfig";
     snprintf(name, name_cap, "%s", c->name && c->name[0] ? c->name : c->domain ? c->domain : "");
-    weir_buf_puts(out, "domain: ");
-    quoted(out, c->domain ? c->domain : "");
-    weir_buf_putc(out, '\n');
+    render r = {out, false};
+    text_field(&r, 0, "domain", c->domain);
     if (c->n_descriptors) {
         weir_buf_puts(out, "descriptors:\n");
-        descriptors(out, 2, c->descriptors, c->n_descriptors);
+        descriptors(&r, 2, c->descriptors, c->n_descriptors);
     }
     ratelimit__config__ratelimit__v3__rate_limit_config__free_unpacked(c, NULL);
+    if (r.bad_text)
+        return "a string of the RateLimitConfig is not UTF-8";
     return weir_buf_ok(out) ? NULL : "out of memory";
 }

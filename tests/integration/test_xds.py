@@ -86,6 +86,13 @@ class AdsServer:
         assert self.port > 0
         self.server.start()
 
+    def end_streams(self, code, message):
+        """Ends every open stream with @code and @message (trailers; the
+        connection stays)."""
+        with self.cond:
+            for q in self.streams:
+                q.put((code, message))
+
     def stop(self):
         with self.cond:
             for q in self.streams:
@@ -157,6 +164,8 @@ class AdsServer:
             item = out.get()
             if item is None or not context.is_active():
                 return
+            if isinstance(item, tuple):
+                context.abort(*item)
             yield item
 
     # ------------------------------------------------------------ waiting
@@ -342,6 +351,20 @@ def test_server_goes_away_and_comes_back(weir_factory, pb, ads):
     ack = back.wait_request(lambda n, r: r.version_info == "v2", what="ACK of v2")[1]
     assert ack.response_nonce == back.sent[-1].nonce
     assert statuses(w, "jo", 4) == [200, 200, 200, 429]
+
+
+def test_stream_ended_by_the_server(weir_factory, pb, ads):
+    server = ads()
+    w = start_weir(weir_factory, server)
+    server.wait_request(lambda n, r: True, what="subscription")
+    server.wait_answer(server.set("v1", [config(pb, "xds", {"user": (1, HOUR)})]))
+    mark = w.mark()
+    server.end_streams(grpc.StatusCode.UNAVAILABLE, "maintenance")
+    w.wait_for_log(r"event=xds_stream_ended .*grpc_status=14 message=maintenance", since=mark)
+    # a new stream on a new connection, saying v1 is in force
+    _, again = server.wait_request(lambda n, r: n == 2, what="a second stream")
+    assert again.version_info == "v1" and again.response_nonce == ""
+    assert statuses(w, "lee", 2) == [200, 429]
 
 
 def test_upstream_environment(weir_factory, pb, ads):

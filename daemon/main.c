@@ -3,8 +3,9 @@
  * (from the store table), the rules and the engine, the protocols (one
  * row each below) and their listening sockets, the workers; then the main
  * thread's own loop handles signals (SIGHUP reloads, SIGTERM/SIGINT drain
- * and stop) and watches the rule files. The only file that names every
- * protocol and every store.
+ * and stop) and watches the rule files, or runs the xDS subscription that
+ * delivers them (--config-type grpc-xds-sotw). The only file that names
+ * every protocol and every store.
  *
  * Shutdown runs in three steps: draining (/healthz answers 503, everything
  * else is still served) for --drain-delay; closing (listeners closed, idle
@@ -31,6 +32,7 @@
 #include "stores.h"
 #include "watch.h"
 #include "worker.h"
+#include "xds/xds.h"
 
 /* The protocols: each listens where its setting says ("" = off). */
 typedef struct protocol_row {
@@ -66,6 +68,7 @@ typedef struct main_loop {
     bool watching;
     uv_timer_t phase; /* drain delay, then shutdown timeout */
     uv_timer_t poll;  /* while closing: have the workers finished? */
+    xds_client *xds;  /* the rules' subscription, with --config-type grpc-xds-sotw */
 } main_loop;
 
 static void wake_all(server *s)
@@ -76,6 +79,8 @@ static void wake_all(server *s)
 
 static void close_main(main_loop *m)
 {
+    if (m->xds)
+        xds_stop(m->xds);
     uv_close((uv_handle_t *)&m->sig, NULL);
     if (m->watching)
         rules_watch_close(&m->watch);
@@ -139,7 +144,10 @@ static void on_signal(uv_poll_t *h, int status, int events)
     main_loop *m = h->data;
     struct signalfd_siginfo si;
     while (read(m->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
-        if (si.ssi_signo == SIGHUP) {
+        if (si.ssi_signo == SIGHUP && m->srv->opt.config_xds) {
+            dlog(WEIR_LOG_INFO, "reload_skipped", "reason", "signal", "detail",
+                 "the rules come from the xDS server", NULL);
+        } else if (si.ssi_signo == SIGHUP) {
             if (m->watching)
                 rules_watch_rearm(&m->watch); /* what the path names now */
             server_reload(m->srv, "signal");
@@ -185,7 +193,7 @@ static int main_init(main_loop *m, server *s)
     uv_timer_init(&m->loop, &m->poll);
     m->phase.data = m->poll.data = m;
     m->watch.data = m;
-    if (s->opt.watch) {
+    if (s->opt.watch && !s->opt.config_xds) {
         /* a path that cannot be watched yet is logged and tried again at
          * its next change or SIGHUP */
         rules_watch_start(&m->watch, &m->loop, s->opt.rules, on_rules_changed);
@@ -270,7 +278,15 @@ static int start(server *s)
     if (msg[0])
         dlog(warn ? WEIR_LOG_WARN : WEIR_LOG_INFO, "store_checked", "store", store_shown, "result",
              msg, NULL);
-    weir_rules *rules = server_load_rules(s);
+    weir_rules *rules = NULL;
+    if (s->opt.config_xds) {
+        /* as upstream: the service runs before the first rules arrive */
+        if (weir_rules_empty(s->ctx, &rules) == WEIR_OK)
+            dlog(WEIR_LOG_INFO, "started_without_rules", "xds_server", s->opt.xds_server, "detail",
+                 "every request is allowed until the xDS server's rules arrive", NULL);
+    } else {
+        rules = server_load_rules(s);
+    }
     if (!rules && s->opt.force_start && weir_rules_empty(s->ctx, &rules) == WEIR_OK)
         dlog(WEIR_LOG_WARN, "started_without_rules", "path", s->opt.rules, "detail",
              "--force-start: every request is allowed until the rules load (a fix to the "
@@ -322,7 +338,8 @@ static int start(server *s)
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"
                "  health:  %s/healthz\n  metrics: %s/metrics\n  rules:   %s/v1/rules\n",
-               weir_version(), s->opt.rules, http, http, http, http);
+               weir_version(), s->opt.config_xds ? s->opt.xds_server : s->opt.rules, http, http,
+               http, http);
         fflush(stdout);
     }
     if (strcmp(grpc, "off") != 0) {
@@ -387,7 +404,15 @@ int weir_cli_serve(int argc, char **argv)
         return 1;
     }
     rc = start(&srv);
+    if (rc == 0 && srv.opt.config_xds) {
+        char why[256];
+        if (!(m.xds = xds_start(&srv, &m.loop, why, sizeof(why)))) {
+            fprintf(stderr, "weir serve: %s\n", why);
+            rc = 1;
+        }
+    }
     main_run(&m, rc == 0);
+    xds_free(m.xds);
     if (rc == 0) {
         dlog(WEIR_LOG_INFO, "stopped", NULL);
     } else {

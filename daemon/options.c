@@ -28,6 +28,7 @@ typedef enum kind {
     K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
     K_CLOCK,    /* redis|local: false for redis */
     K_FAILURE,  /* allow|deny|local */
+    K_CONFIG,   /* file|grpc-xds-sotw (upstream's FILE, GRPC_XDS_SOTW): true for xDS */
 } kind;
 
 typedef struct option {
@@ -46,6 +47,29 @@ typedef struct option {
 static const option options[] = {
     {"rules", "WEIR_RULES", "PATH", "examples/rules.yaml", K_TEXT, AT(rules),
      "rule file, or directory of *.yaml/*.yml (envoyproxy/ratelimit format)"},
+    {"config-type", "WEIR_CONFIG_TYPE", "TYPE", "file", K_CONFIG, AT(config_xds),
+     "where the rules come from: file (--rules) or grpc-xds-sotw (an xDS management server, "
+     "--xds-server; docs/OPERATIONS.md)"},
+    {"xds-server", "WEIR_XDS_SERVER", "HOST:PORT", "localhost:18000", K_TEXT, AT(xds_server),
+     "xDS: the management server (plain-text gRPC, h2c)"},
+    {"xds-node-id", "WEIR_XDS_NODE_ID", "ID", "default", K_TEXT, AT(xds_node_id),
+     "xDS: the node id the server picks the rules by"},
+    {"xds-node-metadata", "WEIR_XDS_NODE_METADATA", "K=V,...", "", K_TEXT, AT(xds_node_metadata),
+     "xDS: the node's metadata, as strings"},
+    {"xds-headers", "WEIR_XDS_HEADERS", "NAME:VALUE,...", "", K_TEXT, AT(xds_headers),
+     "xDS: headers added to the stream's request"},
+    {"xds-connect-retry", "WEIR_XDS_CONNECT_RETRY", "DURATION", "3s", K_DURATION,
+     AT(xds_connect_retry_ms), "xDS: retry a connection that failed after this (+-50% jitter)"},
+    {"xds-backoff-initial", "WEIR_XDS_BACKOFF_INITIAL", "DURATION", "10s", K_DURATION,
+     AT(xds_backoff_initial_ms), "xDS: first wait before reopening a stream that ended"},
+    {"xds-backoff-max", "WEIR_XDS_BACKOFF_MAX", "DURATION", "60s", K_DURATION,
+     AT(xds_backoff_max_ms), "xDS: the wait doubles up to this"},
+    {"xds-backoff-random-factor", "WEIR_XDS_BACKOFF_RANDOM_FACTOR", "0..1", "0.5", K_TEXT,
+     AT(xds_backoff_random_factor), "xDS: each wait is moved by up to this fraction at random"},
+    {"xds-backoff-jitter", "WEIR_XDS_BACKOFF_JITTER", "BOOL", "true", K_BOOL,
+     AT(xds_backoff_jitter), "xDS: randomize the waits (false: exactly the backoff)"},
+    {"xds-max-message-bytes", "WEIR_XDS_MAX_MESSAGE_BYTES", "BYTES", "4MiB", K_BYTES,
+     AT(xds_max_message_bytes), "xDS: the largest response (all the rules at once)"},
     {"http", "WEIR_HTTP", "HOST:PORT", "127.0.0.1:8080", K_TEXT, AT(http),
      "HTTP/1.1 listener (JSON API, /metrics, /healthz); empty disables it"},
     {"grpc", "WEIR_GRPC", "HOST:PORT", "127.0.0.1:8081", K_TEXT, AT(grpc),
@@ -335,6 +359,11 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
         int i = name_index(v, names);
         return i >= 0 && (*(weir_failure_mode *)field = (weir_failure_mode)i, true);
     }
+    case K_CONFIG: {
+        static const char *const names[] = {"file", "grpc-xds-sotw", "grpc_xds_sotw", NULL};
+        int i = name_index(v, names);
+        return i >= 0 && (*(bool *)field = i > 0, true);
+    }
     case K_CLOCK: {
         static const char *const names[] = {"redis", "local", NULL};
         int i = name_index(v, names);
@@ -432,6 +461,32 @@ static bool on_loopback(const char *addr)
     if (inet_pton(AF_INET6, host, &v6) == 1)
         return IN6_IS_ADDR_LOOPBACK(&v6);
     return strcmp(host, "localhost") == 0;
+}
+
+/* The xDS settings that must agree with one another. */
+static bool xds_options_valid(const serve_options *o, FILE *err)
+{
+    char *end;
+    double f = strtod(o->xds_backoff_random_factor, &end);
+    if (end == o->xds_backoff_random_factor || *end || !(f >= 0 && f <= 1)) {
+        fprintf(err, "weir serve: --xds-backoff-random-factor '%s': a number from 0 to 1\n",
+                o->xds_backoff_random_factor);
+        return false;
+    }
+    const char *colon = strrchr(o->xds_server, ':');
+    if (!colon || colon == o->xds_server || !colon[1] || strstr(o->xds_server, "://")) {
+        fprintf(err, "weir serve: --xds-server '%s': HOST:PORT\n", o->xds_server);
+        return false;
+    }
+    if (o->xds_backoff_initial_ms <= 0 || o->xds_backoff_max_ms < o->xds_backoff_initial_ms ||
+        o->xds_connect_retry_ms <= 0 || o->xds_max_message_bytes < 1024 ||
+        o->xds_max_message_bytes > (1u << 30)) {
+        fprintf(err, "weir serve: --xds-backoff-initial and --xds-connect-retry must be positive, "
+                     "--xds-backoff-max at least --xds-backoff-initial, "
+                     "--xds-max-message-bytes 1KiB..1GiB\n");
+        return false;
+    }
+    return true;
 }
 
 bool serve_options_set(serve_options *o, const char *flag, const char *value)
@@ -547,6 +602,8 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
         fprintf(err, "weir serve: --max-pipelined must be positive\n");
         return 2;
     }
+    if (o->config_xds && !xds_options_valid(o, err))
+        return 2;
     if (o->resp[0] && !o->resp_password[0] && !on_loopback(o->resp)) {
         fprintf(err,
                 "weir serve: --resp %s: not a loopback address, and no --resp-password: "

@@ -66,6 +66,18 @@ typedef struct serve_options {
     bool grpc_raw_body;         /* and its raw_body on OVER_LIMIT */
     uint64_t grpc_max_streams;
     uint64_t grpc_max_message_bytes;
+    /* rules over xDS (--config-type grpc-xds-sotw, daemon/xds/) */
+    bool config_xds;
+    char xds_server[SERVE_ADDR_BYTES]; /* HOST:PORT, h2c */
+    char xds_node_id[SERVE_ADDR_BYTES];
+    char xds_node_metadata[1024]; /* key=value,key2=value2 */
+    char xds_headers[1024];       /* name:value,name2:value2 */
+    int64_t xds_connect_retry_ms;
+    int64_t xds_backoff_initial_ms;
+    int64_t xds_backoff_max_ms;
+    char xds_backoff_random_factor[16]; /* 0 .. 1 */
+    bool xds_backoff_jitter;
+    uint64_t xds_max_message_bytes;
     /* --check-header HEADER=KEY, backed by check_header_text. */
     weir_api_header_entry check_headers[SERVE_MAX_CHECK_HEADERS];
     size_t n_check_headers;

@@ -30,11 +30,24 @@ void server_rules_text(server *s, weir_buf *out, bool upstream)
     pthread_mutex_unlock(&s->rules_lock);
 }
 
+/* "file:line:column: message" onto @why (when not NULL), "; " between. */
+static void say_why(weir_buf *why, const char *file, uint32_t line, uint32_t column,
+                    const char *message)
+{
+    if (!why)
+        return;
+    if (why->len)
+        weir_buf_puts(why, "; ");
+    weir_buf_printf(why, "%s:%u:%u: %s", file, line, column, message);
+}
+
 static void log_rule_errors(const weir_rules_error *errs, size_t n, weir_status st,
-                            const char *path)
+                            const char *path, weir_buf *why)
 {
     if (!n) {
         dlog(WEIR_LOG_ERROR, "rules_error", "path", path, "error", weir_strerror(st), NULL);
+        if (why)
+            weir_buf_puts(why, weir_strerror(st));
         return;
     }
     for (size_t i = 0; i < n && i < MAX_LOGGED_ERRORS; i++) {
@@ -43,12 +56,13 @@ static void log_rule_errors(const weir_rules_error *errs, size_t n, weir_status 
         snprintf(col, sizeof(col), "%u", errs[i].column);
         dlog(WEIR_LOG_ERROR, "rules_error", "file", errs[i].file, "line", line, "column", col,
              "error", errs[i].message, NULL);
+        say_why(why, errs[i].file, errs[i].line, errs[i].column, errs[i].message);
     }
 }
 
 /* Limits the store cannot hold, under @rule and its children, logged as
  * rule errors; returns how many. */
-static size_t unfit_limits(server *s, const weir_rule *rule)
+static size_t unfit_limits(server *s, const weir_rule *rule, weir_buf *why)
 {
     size_t bad = 0;
     for (size_t i = 0; i < weir_rule_limit_count(rule); i++) {
@@ -65,21 +79,22 @@ static size_t unfit_limits(server *s, const weir_rule *rule)
                  weir_algorithm_name(l->algorithm));
         dlog(WEIR_LOG_ERROR, "rules_error", "file", l->file, "line", line, "column", col, "error",
              what, NULL);
+        say_why(why, l->file, l->line, l->column, what);
         bad++;
     }
     for (size_t i = 0; i < weir_rule_child_count(rule); i++)
-        bad += unfit_limits(s, weir_rule_child(rule, i));
+        bad += unfit_limits(s, weir_rule_child(rule, i), why);
     return bad;
 }
 
 /* Whether the store can hold every limit of @rules. */
-static bool rules_fit_store(server *s, const weir_rules *rules)
+static bool rules_fit_store(server *s, const weir_rules *rules, weir_buf *why)
 {
     size_t bad = 0;
     for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
         const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
         for (size_t r = 0; r < weir_rules_domain_rule_count(dom); r++)
-            bad += unfit_limits(s, weir_rules_domain_rule(dom, r));
+            bad += unfit_limits(s, weir_rules_domain_rule(dom, r), why);
     }
     return bad == 0;
 }
@@ -97,11 +112,12 @@ void server_log_loaded(server *s, const server_rules_counts *c, const char *why)
     snprintf(d, sizeof(d), "%zu", c->domains);
     snprintf(r, sizeof(r), "%zu", c->descriptors);
     snprintf(l, sizeof(l), "%zu", c->limits);
+    bool xds = s->opt.config_xds;
     /* in force before it is said to be */
     if (c->domains > 0)
         atomic_store(&s->rules_seen, true);
-    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, "path", s->opt.rules, "domains", d,
-         "descriptors", r, "limits", l, NULL);
+    dlog(WEIR_LOG_INFO, "rules_loaded", "reason", why, xds ? "xds_server" : "path",
+         xds ? s->opt.xds_server : s->opt.rules, "domains", d, "descriptors", r, "limits", l, NULL);
 }
 
 bool server_healthy(server *s)
@@ -112,7 +128,7 @@ bool server_healthy(server *s)
 
 /* Logs the load's warnings (rules that load but likely do not do what
  * was meant); false when --strict makes them errors. */
-static bool warnings_pass(server *s, const weir_rules *rules)
+static bool warnings_pass(server *s, const weir_rules *rules, weir_buf *why)
 {
     size_t n = weir_rules_warning_count(rules);
     for (size_t i = 0; i < n; i++) {
@@ -122,6 +138,8 @@ static bool warnings_pass(server *s, const weir_rules *rules)
         snprintf(col, sizeof(col), "%u", w->column);
         dlog(s->opt.strict ? WEIR_LOG_ERROR : WEIR_LOG_WARN, "rules_warning", "file", w->file,
              "line", line, "column", col, "warning", w->message, NULL);
+        if (s->opt.strict)
+            say_why(why, w->file, w->line, w->column, w->message);
     }
     if (n && s->opt.strict) {
         char count[24];
@@ -133,7 +151,10 @@ static bool warnings_pass(server *s, const weir_rules *rules)
     return true;
 }
 
-weir_rules *server_load_rules(server *s)
+/* Loads the rule path (@from_path) or @n_docs documents; see
+ * server_load_rules() and server_parse_rules(). */
+static weir_rules *load(server *s, bool from_path, const weir_rules_doc *docs, size_t n_docs,
+                        weir_buf *why)
 {
     weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0,
                              0,          s->opt.failure_mode,  s->opt.shadow_mode};
@@ -143,15 +164,27 @@ weir_rules *server_load_rules(server *s)
     weir_rules *rules = NULL;
     size_t n = 0;
     weir_status st =
-        weir_rules_load(s->ctx, s->opt.rules, &ro, &rules, errs, MAX_LOGGED_ERRORS, &n);
+        from_path
+            ? weir_rules_load(s->ctx, s->opt.rules, &ro, &rules, errs, MAX_LOGGED_ERRORS, &n)
+            : weir_rules_parse_many(s->ctx, docs, n_docs, &ro, &rules, errs, MAX_LOGGED_ERRORS, &n);
     if (st != WEIR_OK)
-        log_rule_errors(errs, n, st, s->opt.rules);
+        log_rule_errors(errs, n, st, from_path ? s->opt.rules : "xds", why);
     free(errs);
-    if (st == WEIR_OK && (!rules_fit_store(s, rules) || !warnings_pass(s, rules))) {
+    if (st == WEIR_OK && (!rules_fit_store(s, rules, why) || !warnings_pass(s, rules, why))) {
         weir_rules_free(rules);
         return NULL;
     }
     return st == WEIR_OK ? rules : NULL;
+}
+
+weir_rules *server_load_rules(server *s)
+{
+    return load(s, true, NULL, 0, NULL);
+}
+
+weir_rules *server_parse_rules(server *s, const weir_rules_doc *docs, size_t n_docs, weir_buf *why)
+{
+    return load(s, false, docs, n_docs, why);
 }
 
 /* The /v1/rules text of @rules, NUL-terminated, then the /rlconfig text,
@@ -210,6 +243,11 @@ bool server_reload(server *s, const char *why)
              "the rules in force", NULL);
         return false;
     }
+    return server_put_rules(s, rules, why);
+}
+
+bool server_put_rules(server *s, weir_rules *rules, const char *why)
+{
     weir_buf text;
     if (!render_rules(rules, &text)) {
         weir_rules_free(rules);
@@ -217,9 +255,9 @@ bool server_reload(server *s, const char *why)
         dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
         return false;
     }
-    /* A file watch also fires for files that change nothing; only a SIGHUP
-     * reloads identical rules. */
-    if (strcmp(why, "signal") != 0 && same_rules_text(s, &text)) {
+    /* A file watch also fires for files that change nothing; a SIGHUP or
+     * a management server's push reloads identical rules. */
+    if (strcmp(why, "file_changed") == 0 && same_rules_text(s, &text)) {
         weir_buf_free(&text);
         weir_rules_free(rules);
         dlog(WEIR_LOG_DEBUG, "rules_unchanged", "reason", why, NULL);

@@ -90,4 +90,17 @@ bool server_set_rules_text(server *s, const weir_rules *rules);
  *  rules); logs either way. Returns whether the new rules are in force. */
 bool server_reload(server *s, const char *why);
 
+/** Load @n_docs in-memory rule documents (rules delivered over xDS) as
+ *  the rule path would be loaded (the same options, store checks and
+ *  --strict); NULL when they are not valid: the errors are logged, and
+ *  appended to @why (when not NULL) as "file:line:column: message", "; "
+ *  between them. */
+weir_rules *server_parse_rules(server *s, const weir_rules_doc *docs, size_t n_docs, weir_buf *why);
+
+/** Put @rules (taken over) in force as a reload does: the engine, the
+ *  /v1/rules text, the metrics and the log; @why names the cause
+ *  ("signal", "file_changed", "xds"). False (the old rules kept, @rules
+ *  freed) when out of memory. */
+bool server_put_rules(server *s, weir_rules *rules, const char *why);
+
 #endif /* WEIR_DAEMON_SERVER_H */

@@ -199,13 +199,40 @@ static const struct {
     {"SHADOW_MODE", "shadow-mode"},
     {"FORCE_START_WITHOUT_INITIAL_CONFIG", "force-start"},
     {"HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED", "health-needs-rules"},
+    {"CONFIG_TYPE", "config-type"},
+    {"CONFIG_GRPC_XDS_SERVER_URL", "xds-server"},
+    {"CONFIG_GRPC_XDS_NODE_ID", "xds-node-id"},
+    {"CONFIG_GRPC_XDS_NODE_METADATA", "xds-node-metadata"},
+    {"CONFIG_GRPC_XDS_CLIENT_ADDITIONAL_HEADERS", "xds-headers"},
+    {"CONFIG_GRPC_XDS_SERVER_CONNECT_RETRY_INTERVAL", "xds-connect-retry"},
+    {"XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "xds-backoff-initial"},
+    {"XDS_CLIENT_BACKOFF_MAX_INTERVAL", "xds-backoff-max"},
+    {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "xds-backoff-random-factor"},
+    {"XDS_CLIENT_BACKOFF_JITTER", "xds-backoff-jitter"},
+    {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "xds-max-message-bytes"},
 };
+
+/* CONFIG_GRPC_XDS_SERVER_USE_TLS: the xDS client speaks plain-text gRPC
+ * only, so TLS (and its certificate settings, which upstream reads only
+ * with it) is refused by name rather than ignored. */
+static bool xds_tls(FILE *err)
+{
+    const char *tls = env("CONFIG_GRPC_XDS_SERVER_USE_TLS");
+    if (!tls || !strcasecmp(tls, "false") || !strcmp(tls, "0"))
+        return true;
+    fprintf(err,
+            "weir serve: CONFIG_GRPC_XDS_SERVER_USE_TLS=%s: weir's xDS client speaks plain-text "
+            "gRPC (h2c) only; reach the management server through a TLS proxy on loopback "
+            "(docs/OPERATIONS.md, \"Rules over xDS\")\n",
+            tls);
+    return false;
+}
 
 bool serve_options_upstream(serve_options *o, FILE *err)
 {
     if (!listener(o, err, "HOST", "PORT", "http") ||
         !listener(o, err, "GRPC_HOST", "GRPC_PORT", "grpc") || !log_level(o, err) ||
-        !redis(o, err) || !runtime_root(o, err) || !response_headers(o, err))
+        !redis(o, err) || !runtime_root(o, err) || !response_headers(o, err) || !xds_tls(err))
         return false;
     for (size_t i = 0; i < sizeof(same_value) / sizeof(same_value[0]); i++) {
         const char *v = env(same_value[i].var);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc/nv.h"
 #include "grpc/rls.h"
 
 #define DEFAULT_MAX_STREAMS 1024u
@@ -65,18 +66,6 @@ struct weir_grpc_h2 {
 };
 
 /* ------------------------------------------------------------ helpers */
-
-static bool eq(const uint8_t *p, size_t n, const char *z)
-{
-    return n == strlen(z) && memcmp(p, z, n) == 0;
-}
-
-static nghttp2_nv nv(const char *name, const char *value)
-{
-    nghttp2_nv v = {(uint8_t *)(uintptr_t)name, (uint8_t *)(uintptr_t)value, strlen(name),
-                    strlen(value), NGHTTP2_NV_FLAG_NONE};
-    return v;
-}
 
 static int64_t add_sat(int64_t a, int64_t b)
 {
@@ -205,10 +194,11 @@ static ssize_t read_out(nghttp2_session *session, int32_t stream_id, uint8_t *bu
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
         if (st->trailers) {
             *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-            nghttp2_nv tv[2] = {nv("grpc-status", st->status), nv("grpc-message", "")};
+            nghttp2_nv tv[2] = {weir_h2_nv("grpc-status", st->status),
+                                weir_h2_nv("grpc-message", "")};
             size_t ntv = 1;
             if (st->gmsg)
-                tv[ntv++] = nv("grpc-message", st->gmsg);
+                tv[ntv++] = weir_h2_nv("grpc-message", st->gmsg);
             if (nghttp2_submit_trailer(session, stream_id, tv, ntv) != 0)
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         }
@@ -237,8 +227,9 @@ static void answer_http(weir_grpc_h2 *h, h2_stream *st, int status, const char *
     weir_buf_init(&st->out, SIZE_MAX);
     weir_buf_puts(&st->out, text);
     weir_buf_putc(&st->out, '\n');
-    nghttp2_nv hv[3] = {nv(":status", code), nv("content-type", "text/plain; charset=utf-8"),
-                        nv("allow", "POST")};
+    nghttp2_nv hv[3] = {weir_h2_nv(":status", code),
+                        weir_h2_nv("content-type", "text/plain; charset=utf-8"),
+                        weir_h2_nv("allow", "POST")};
     nghttp2_data_provider dp = {.source = {.ptr = st}, .read_callback = read_out};
     if (!weir_buf_ok(&st->out) ||
         nghttp2_submit_response(h->s, st->id, hv, status == 405 ? 3 : 2, &dp) != 0)
@@ -260,7 +251,8 @@ static bool answer(weir_grpc_h2 *h, h2_stream *st, int grpc_status, const char *
             weir_grpc_percent_encode(message, mlen, st->gmsg, cap);
         ok = st->gmsg != NULL;
     }
-    nghttp2_nv hv[4] = {nv(":status", "200"), nv("content-type", "application/grpc")};
+    nghttp2_nv hv[4] = {weir_h2_nv(":status", "200"),
+                        weir_h2_nv("content-type", "application/grpc")};
     int rc = -1;
     if (ok && msg && msg_len <= UINT32_MAX) {
         weir_buf_init(&st->out, SIZE_MAX);
@@ -272,9 +264,9 @@ static bool answer(weir_grpc_h2 *h, h2_stream *st, int grpc_status, const char *
             rc = nghttp2_submit_response(h->s, st->id, hv, 2, &dp);
     } else if (ok && !msg) {
         size_t n = 2;
-        hv[n++] = nv("grpc-status", st->status);
+        hv[n++] = weir_h2_nv("grpc-status", st->status);
         if (st->gmsg)
-            hv[n++] = nv("grpc-message", st->gmsg);
+            hv[n++] = weir_h2_nv("grpc-message", st->gmsg);
         rc = nghttp2_submit_response(h->s, st->id, hv, n, NULL);
     }
     drop_body(h, st);
@@ -381,9 +373,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
     }
     if (frame->headers.cat != NGHTTP2_HCAT_REQUEST)
         return 0; /* trailers: nothing in them matters */
-    if (eq(name, namelen, ":method")) {
-        st->post = eq(value, valuelen, "POST");
-    } else if (eq(name, namelen, ":path")) {
+    if (weir_h2_is(name, namelen, ":method")) {
+        st->post = weir_h2_is(value, valuelen, "POST");
+    } else if (weir_h2_is(name, namelen, ":path")) {
         char *p = malloc(valuelen + 1);
         if (!p)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -392,9 +384,9 @@ static int on_header(nghttp2_session *session, const nghttp2_frame *frame, const
         free(st->path);
         st->path = p;
         st->path_len = valuelen;
-    } else if (eq(name, namelen, "content-type")) {
+    } else if (weir_h2_is(name, namelen, "content-type")) {
         st->ct_ok = grpc_content_type(value, valuelen);
-    } else if (eq(name, namelen, "grpc-timeout")) {
+    } else if (weir_h2_is(name, namelen, "grpc-timeout")) {
         int64_t ns;
         if (weir_grpc_timeout_parse((const char *)value, valuelen, &ns))
             st->deadline_ns = add_sat(st->start_ns, ns);

@@ -218,6 +218,33 @@ WEIR_API weir_status weir_rules_parse(weir_ctx *ctx, const char *name, const voi
                                       weir_rules_error *errors, size_t max_errors,
                                       size_t *n_errors);
 
+/** One in-memory rule document for weir_rules_parse_many(). */
+typedef struct weir_rules_doc {
+    /** The display name used in error records; NULL means "<memory>". */
+    const char *name;
+    /** The YAML text (need not be NUL-terminated; at most
+     *  WEIR_RULES_MAX_FILE_BYTES); NULL with @len 0 is an empty document. */
+    const void *data;
+    size_t len;
+} weir_rules_doc;
+
+/**
+ * weir_rules_parse_many() - load several rule documents from memory as one
+ * config, as weir_rules_load() loads the files of a directory: in the
+ * order given, a domain named twice being an error ("duplicate domain")
+ * unless opts->merge_domains merges them. At most WEIR_RULES_MAX_FILES
+ * documents. No domain at all loads (every request is then allowed) with
+ * a warning saying so.
+ *
+ * @docs may be NULL when @n_docs is 0. Other arguments, returns and
+ * guarantees as weir_rules_parse(); WEIR_EINVAL also for a document with
+ * NULL data and a non-zero length. Since 0.2.
+ */
+WEIR_API weir_status weir_rules_parse_many(weir_ctx *ctx, const weir_rules_doc *docs, size_t n_docs,
+                                           const weir_rules_options *opts, weir_rules **out,
+                                           weir_rules_error *errors, size_t max_errors,
+                                           size_t *n_errors);
+
 /**
  * Warnings of a load that succeeded: rules that are valid but likely not
  * what was meant, each with its file, line and column (0 when it concerns

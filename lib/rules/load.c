@@ -101,6 +101,28 @@ weir_status weir_rules_parse(weir_ctx *ctx, const char *name, const void *data, 
     return end(&ld, out, n_errors);
 }
 
+weir_status weir_rules_parse_many(weir_ctx *ctx, const weir_rules_doc *docs, size_t n_docs,
+                                  const weir_rules_options *opts, weir_rules **out,
+                                  weir_rules_error *errors, size_t max_errors, size_t *n_errors)
+{
+    rules_loader ld;
+    if ((!docs && n_docs) || n_docs > WEIR_RULES_MAX_FILES)
+        return WEIR_EINVAL;
+    for (size_t i = 0; i < n_docs; i++)
+        if (!docs[i].data && docs[i].len)
+            return WEIR_EINVAL;
+    weir_status st = begin(ctx, opts, out, errors, max_errors, &ld);
+    if (st == WEIR_ENOMEM && n_errors)
+        *n_errors = 0;
+    if (st != WEIR_OK)
+        return st;
+    for (size_t i = 0; i < n_docs && !ld.nomem; i++)
+        parse_named(&ld, docs[i].name ? docs[i].name : "<memory>", docs[i].data, docs[i].len);
+    if (!ld.nomem && ld.n_errors == 0 && ld.rules->n_domains == 0)
+        weir__rules_warn(&ld, "<memory>", 0, 0, "no domain loaded: every request is allowed");
+    return end(&ld, out, n_errors);
+}
+
 static void io_error(rules_loader *ld, const char *path, const char *what, int err)
 {
     ld->io_error = true;

@@ -14,7 +14,6 @@ buckets where the numbers must not depend on the wall clock.
 """
 
 import json
-import os
 import re
 import shutil
 import signal
@@ -25,9 +24,8 @@ import time
 import grpc
 import pytest
 from conftest import clock_at
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from protoclasses import message_classes
 
-PROTO_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "proto")
 SRL = "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 HEALTH = "/grpc.health.v1.Health/Check"
 
@@ -76,27 +74,11 @@ class Pb:
     """The message classes, built from a descriptor set of proto/."""
 
     def __init__(self, directory):
-        out = os.path.join(str(directory), "weir.pb")
-        subprocess.run(["protoc", "--include_imports", "--descriptor_set_out=" + out,
-                        "-I", PROTO_DIR, "-I", "/usr/include",
-                        "envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
-                       check=True)
-        with open(out, "rb") as f:
-            fds = descriptor_pb2.FileDescriptorSet.FromString(f.read())
-        pool = descriptor_pool.DescriptorPool()
-        for fd in fds.file:  # protoc writes them imports first
-            pool.Add(fd)
-
-        def cls(name):
-            desc = pool.FindMessageTypeByName(name)
-            if hasattr(message_factory, "GetMessageClass"):
-                return message_factory.GetMessageClass(desc)
-            return message_factory.MessageFactory(pool).GetPrototype(desc)
-
-        self.Request = cls("envoy.service.ratelimit.v3.RateLimitRequest")
-        self.Response = cls("envoy.service.ratelimit.v3.RateLimitResponse")
-        self.HealthRequest = cls("grpc.health.v1.HealthCheckRequest")
-        self.HealthResponse = cls("grpc.health.v1.HealthCheckResponse")
+        self.Request, self.Response, self.HealthRequest, self.HealthResponse = message_classes(
+            directory, ["envoy/service/ratelimit/v3/rls.proto", "grpc/health/v1/health.proto"],
+            ["envoy.service.ratelimit.v3.RateLimitRequest",
+             "envoy.service.ratelimit.v3.RateLimitResponse",
+             "grpc.health.v1.HealthCheckRequest", "grpc.health.v1.HealthCheckResponse"])
 
 
 @pytest.fixture(scope="module")

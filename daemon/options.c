@@ -5,6 +5,7 @@
  */
 #include "options.h"
 
+#include "statsd.h"
 #include "stores.h"
 
 #include <arpa/inet.h>
@@ -26,6 +27,7 @@ typedef enum kind {
     K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
     K_CLOCK,    /* redis|local: false for redis */
     K_FAILURE,  /* allow|deny|local */
+    K_RATIO,    /* 0..1, kept in millionths (uint32_t) */
 } kind;
 
 typedef struct option {
@@ -99,6 +101,13 @@ static const option options[] = {
      "error, warn, info or debug"},
     {"log-format", "WEIR_LOG_FORMAT", "FORMAT", "text", K_FORMAT, AT(log_json),
      "text (key=value) or json, one line per event on stderr"},
+    {"statsd", "WEIR_STATSD", "HOST:PORT", "", K_TEXT, AT(statsd),
+     "send upstream's counters by UDP to this statsd server (upstream's USE_STATSD, "
+     "STATSD_HOST, STATSD_PORT); empty: none"},
+    {"statsd-interval", "WEIR_STATSD_INTERVAL", "DURATION", "10s", K_DURATION,
+     AT(statsd_interval_ms), "how often --statsd sends (upstream's STATS_FLUSH_INTERVAL)"},
+    {"near-limit-ratio", "WEIR_NEAR_LIMIT_RATIO", "RATIO", "0.8", K_RATIO, AT(near_limit_ppm),
+     "the part of a limit past which hits count as near_limit (upstream's NEAR_LIMIT_RATIO)"},
     {"retry-jitter", "WEIR_RETRY_JITTER", "SECONDS", "0", K_COUNT, AT(retry_jitter_s),
      "add 0..SECONDS of random jitter to Retry-After"},
     {"default-algorithm", "WEIR_DEFAULT_ALGORITHM", "NAME", "fixed_window", K_ALGO,
@@ -223,6 +232,20 @@ static bool parse_duration_ms(const char *s, int64_t *out)
     return true;
 }
 
+/* A decimal ratio 0..1 ("0.8", ".95", "1") in millionths. */
+static bool parse_ratio(const char *s, uint32_t *ppm)
+{
+    if (!((*s >= '0' && *s <= '9') || *s == '.'))
+        return false;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0.0 && v <= 1.0))
+        return false;
+    *ppm = (uint32_t)(v * 1e6 + 0.5);
+    return true;
+}
+
 static bool parse_bool(const char *s, bool *out)
 {
     static const char *const yes[] = {"true", "1", "yes", "on"};
@@ -344,6 +367,8 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
     }
     case K_HEADERS:
         return parse_headers(v, (weir_api_header_opts *)field);
+    case K_RATIO:
+        return parse_ratio(v, (uint32_t *)field);
     case K_CHECK:
         if (!from_env)
             return add_check_header(o, v, strlen(v));
@@ -524,6 +549,13 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->check_deny_status < 400 || o->check_deny_status > 599) {
         fprintf(err, "weir serve: --check-deny-status must be a 4xx or 5xx status\n");
+        return 2;
+    }
+    if (o->statsd[0] && (!statsd_check(o->statsd) || o->statsd_interval_ms == 0)) {
+        fprintf(err,
+                "weir serve: --statsd '%s': HOST:PORT (a port 1..65535) and a positive "
+                "--statsd-interval\n",
+                o->statsd);
         return 2;
     }
     if (o->max_pipelined == 0) {

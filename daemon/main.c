@@ -29,6 +29,7 @@
 #include "listen.h"
 #include "log.h"
 #include "resp/proto_resp.h"
+#include "statsd.h"
 #include "stores.h"
 #include "watch.h"
 #include "worker.h"
@@ -328,6 +329,15 @@ static int start(server *s)
             return 1;
         }
     }
+    if (s->opt.statsd[0]) {
+        char why[128];
+        s->statsd =
+            statsd_start(s->opt.statsd, s->opt.statsd_interval_ms, s->metrics, why, sizeof(why));
+        if (!s->statsd) {
+            fprintf(stderr, "weir serve: --statsd %s: %s\n", s->opt.statsd, why);
+            return 1;
+        }
+    }
     char threads[16];
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
     const char *http = url_of(s, &http_proto), *grpc = url_of(s, &grpc_proto);
@@ -361,6 +371,7 @@ static void stop(server *s)
         worker_cleanup(&s->workers[i]);
     }
     free(s->workers);
+    statsd_stop(s->statsd); /* after the workers: their last counts are sent */
     for (unsigned i = 0; i < s->n_listeners; i++)
         free(s->listeners[i].fds);
     weir_engine_free(s->engine);
@@ -396,6 +407,7 @@ int weir_cli_serve(int argc, char **argv)
         fprintf(stderr, "weir serve: out of memory\n");
         return 1;
     }
+    metrics_set_near_ratio(srv.metrics, srv.opt.near_limit_ppm);
     static main_loop m;
     int err = main_init(&m, &srv);
     if (err < 0) {

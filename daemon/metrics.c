@@ -1,5 +1,6 @@
 /*
- * metrics.c - per-worker counter shards and the Prometheus exposition.
+ * metrics.c - per-worker counter shards, weir's own series and the
+ * Prometheus exposition (upstream's series: metrics_upstream.c).
  *
  * A shard is written by its worker and read by a scrape, both under the
  * shard's mutex, which is uncontended except during a scrape. Per-rule
@@ -7,10 +8,8 @@
  * entries are never removed, and their number is capped so a stream of
  * reloads with ever-new rule names cannot grow it without bound.
  */
-#include "metrics.h"
+#include "metrics_internal.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,62 +19,23 @@
  * under rule="_overflow". */
 #define MAX_RULE_SERIES 65536u
 
-enum { RES_ALLOWED, RES_DENIED, RES_SHADOW, RES_FAILURE, RES_N };
 static const char *const result_names[RES_N] = {"allowed", "denied", "shadow_would_deny",
                                                 "failure_mode"};
-
-/* Upstream's per-rule counters (in hits, like upstream). */
-enum { UP_TOTAL, UP_OVER, UP_NEAR, UP_WITHIN, UP_SHADOW, UP_N };
-static const char *const up_names[UP_N] = {"total_hits", "over_limit", "near_limit", "within_limit",
-                                           "shadow_mode"};
-
-/* Descriptor decisions a failure mode made, by the mode. */
-enum { FM_ALLOW, FM_DENY, FM_LOCAL, FM_N };
 static const char *const fm_names[FM_N] = {"allow", "deny", "local"};
 
 static const char *const proto_names[PROTO_N] = {"http", "grpc", "resp"};
 
 /* Latency buckets, in nanoseconds, and as Prometheus writes them. */
-static const int64_t bucket_ns[] = {50000,   100000,  250000,   500000,   1000000,
-                                    2500000, 5000000, 10000000, 25000000, 100000000};
-static const char *const bucket_text[] = {"5e-05",  "0.0001", "0.00025", "0.0005", "0.001",
-                                          "0.0025", "0.005",  "0.01",    "0.025",  "0.1"};
-#define N_BUCKETS (sizeof(bucket_ns) / sizeof(bucket_ns[0]))
+static const int64_t bucket_ns[METRICS_N_BUCKETS] = {
+    50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000, 100000000};
+static const char *const bucket_text[METRICS_N_BUCKETS] = {
+    "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.1"};
+#define N_BUCKETS METRICS_N_BUCKETS
 
 /* HTTP status codes counted by code; any other is counted as "other". */
-static const int codes[] = {200, 400, 404, 405, 408, 413, 414, 429, 431, 500, 501, 503, 505};
-#define N_CODES (sizeof(codes) / sizeof(codes[0]))
-
-typedef struct rule_series {
-    uint64_t hash;
-    char *domain; /* NULL: empty slot */
-    char *rule;
-    char *path;
-    uint64_t results[RES_N];
-    uint64_t upstream[UP_N];
-    uint64_t failure[FM_N];
-} rule_series;
-
-struct metrics_shard {
-    pthread_mutex_t lock;
-    rule_series *slots;
-    size_t cap, used;
-    uint64_t latency[PROTO_N][N_BUCKETS + 1];
-    uint64_t latency_count[PROTO_N];
-    uint64_t latency_sum_ns[PROTO_N];
-    uint64_t *http; /* [route][code index or N_CODES] */
-    _Atomic int64_t connections[PROTO_N];
-    _Atomic uint64_t accepted[PROTO_N];
-    _Atomic uint64_t rejected[PROTO_N];
-};
-
-struct metrics {
-    unsigned n_shards;
-    metrics_shard *shards;
-    const char *const *routes;
-    size_t n_routes;
-    _Atomic uint64_t reload_ok, reload_failed;
-};
+static const int codes[METRICS_N_CODES] = {200, 400, 404, 405, 408, 413, 414,
+                                           429, 431, 500, 501, 503, 505};
+#define N_CODES METRICS_N_CODES
 
 metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_routes)
 {
@@ -93,6 +53,7 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
     for (unsigned i = 0; i < n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         pthread_mutex_init(&s->lock, NULL);
+        s->near_ppm = METRICS_NEAR_PPM_DEFAULT;
         s->http = calloc(n_routes * (N_CODES + 1), sizeof(*s->http));
         if (!s->http) {
             metrics_free(m);
@@ -102,18 +63,24 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
     return m;
 }
 
+static void table_free(series_table *t)
+{
+    for (size_t j = 0; j < t->cap; j++)
+        if (t->slots[j]) {
+            free(t->slots[j]->key);
+            free(t->slots[j]);
+        }
+    free(t->slots);
+}
+
 void metrics_free(metrics *m)
 {
     if (!m)
         return;
     for (unsigned i = 0; i < m->n_shards; i++) {
         metrics_shard *s = &m->shards[i];
-        for (size_t j = 0; j < s->cap; j++) {
-            free(s->slots[j].domain);
-            free(s->slots[j].rule);
-            free(s->slots[j].path);
-        }
-        free(s->slots);
+        table_free(&s->rules);
+        table_free(&s->stats);
         free(s->http);
         pthread_mutex_destroy(&s->lock);
     }
@@ -126,94 +93,98 @@ metrics_shard *metrics_shard_at(metrics *m, unsigned i)
     return &m->shards[i % m->n_shards];
 }
 
-static uint64_t series_hash(const char *domain, const char *rule)
+void metrics_set_near_ratio(metrics *m, uint32_t ppm)
 {
-    return XXH3_64bits_withSeed(rule, strlen(rule), XXH3_64bits(domain, strlen(domain)));
+    for (unsigned i = 0; i < m->n_shards; i++)
+        m->shards[i].near_ppm = ppm;
 }
 
-static bool grow(metrics_shard *s)
+static bool grow(series_table *t)
 {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    rule_series *slots = calloc(cap, sizeof(*slots));
+    size_t cap = t->cap ? t->cap * 2 : 64;
+    series_head **slots = calloc(cap, sizeof(*slots));
     if (!slots)
         return false;
-    for (size_t i = 0; i < s->cap; i++) {
-        if (!s->slots[i].domain)
+    for (size_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i])
             continue;
-        size_t j = (size_t)s->slots[i].hash & (cap - 1);
-        while (slots[j].domain)
+        size_t j = (size_t)t->slots[i]->hash & (cap - 1);
+        while (slots[j])
             j = (j + 1) & (cap - 1);
-        slots[j] = s->slots[i];
+        slots[j] = t->slots[i];
     }
-    free(s->slots);
-    s->slots = slots;
-    s->cap = cap;
+    free(t->slots);
+    t->slots = slots;
+    t->cap = cap;
     return true;
 }
 
-static char *dup(const char *s)
+void *metrics_table_get(series_table *t, const char *key, size_t len, size_t size, size_t cap,
+                        bool *made)
 {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
-/* The series of (domain, rule); NULL when out of memory. Under the lock. */
-static rule_series *series(metrics_shard *s, const char *domain, const char *rule, const char *path)
-{
-    if (s->used >= MAX_RULE_SERIES) {
-        rule = "_overflow";
-        path = "_overflow";
-    }
-    uint64_t h = series_hash(domain, rule);
-    if (s->cap) {
-        for (size_t j = (size_t)h & (s->cap - 1);; j = (j + 1) & (s->cap - 1)) {
-            rule_series *e = &s->slots[j];
-            if (!e->domain)
+    uint64_t h = XXH3_64bits(key, len);
+    *made = false;
+    if (t->cap) {
+        for (size_t j = (size_t)h & (t->cap - 1);; j = (j + 1) & (t->cap - 1)) {
+            series_head *e = t->slots[j];
+            if (!e)
                 break;
-            if (e->hash == h && strcmp(e->domain, domain) == 0 && strcmp(e->rule, rule) == 0)
+            if (e->hash == h && e->len == len && memcmp(e->key, key, len) == 0)
                 return e;
         }
     }
-    if ((s->used + 1) * 4 > s->cap * 3 && !grow(s))
+    if (t->used >= cap || ((t->used + 1) * 4 > t->cap * 3 && !grow(t)))
         return NULL;
-    size_t j = (size_t)h & (s->cap - 1);
-    while (s->slots[j].domain)
-        j = (j + 1) & (s->cap - 1);
-    rule_series *e = &s->slots[j];
-    e->domain = dup(domain);
-    e->rule = dup(rule);
-    e->path = dup(path);
-    if (!e->domain || !e->rule || !e->path) {
-        free(e->domain);
-        free(e->rule);
-        free(e->path);
-        memset(e, 0, sizeof(*e));
+    series_head *e = calloc(1, size);
+    char *copy = malloc(len ? len : 1);
+    if (!e || !copy) {
+        free(e);
+        free(copy);
         return NULL;
     }
+    memcpy(copy, key, len);
     e->hash = h;
-    s->used++;
+    e->key = copy;
+    e->len = len;
+    size_t j = (size_t)h & (t->cap - 1);
+    while (t->slots[j])
+        j = (j + 1) & (t->cap - 1);
+    t->slots[j] = e;
+    t->used++;
+    *made = true;
     return e;
 }
 
-/* The hits a descriptor was charged, by upstream's rules. */
-static uint64_t hits_of(const weir_request *req, size_t i)
+/* The series of (domain, rule), or past the cap (domain, "_overflow");
+ * NULL when out of memory. Under the lock. */
+static rule_series *rule_series_of(metrics_shard *s, const char *domain, const char *rule)
 {
-    const weir_descriptor *d = &req->descriptors[i];
-    if (d->has_hits)
-        return d->hits;
-    return req->hits ? req->hits : 1;
+    char key[2 * WEIR_RULES_MAX_STRING_BYTES + 16];
+    size_t dn = strlen(domain), rn = strlen(rule);
+    if (dn + 11 > sizeof(key))
+        return NULL;
+    bool made;
+    rule_series *e = NULL;
+    if (dn + rn + 2 <= sizeof(key)) {
+        memcpy(key, domain, dn + 1);
+        memcpy(key + dn + 1, rule, rn + 1);
+        e = metrics_table_get(&s->rules, key, dn + rn + 2, sizeof(*e), MAX_RULE_SERIES, &made);
+    }
+    if (!e) {
+        memcpy(key, domain, dn + 1);
+        memcpy(key + dn + 1, "_overflow", 10);
+        e = metrics_table_get(&s->rules, key, dn + 11, sizeof(*e), SIZE_MAX, &made);
+    }
+    return e;
 }
 
-/* Counts one limit's outcome under its (domain, rule) series. */
-static void count_outcome(metrics_shard *s, const weir_limit_outcome *o, uint64_t hits)
+/* Counts one limit's outcome under weir's (domain, rule) series. */
+static void count_rule(metrics_shard *s, const weir_limit_outcome *o)
 {
     const weir_rule_limit *l = o->limit;
     if (!l || !l->domain || !l->path)
         return;
-    rule_series *e = series(s, l->domain, l->name ? l->name : l->path, l->path);
+    rule_series *e = rule_series_of(s, l->domain, l->name ? l->name : l->path);
     if (!e)
         return;
     int res = o->failure_mode          ? RES_FAILURE
@@ -225,28 +196,30 @@ static void count_outcome(metrics_shard *s, const weir_limit_outcome *o, uint64_
         e->failure[o->local                               ? FM_LOCAL
                    : l->failure_mode == WEIR_FAILURE_DENY ? FM_DENY
                                                           : FM_ALLOW]++;
-    e->upstream[UP_TOTAL] += hits;
-    if (o->denied) {
-        e->upstream[UP_OVER] += hits;
-        if (o->shadow)
-            e->upstream[UP_SHADOW] += hits;
-    } else {
-        e->upstream[UP_WITHIN] += hits;
-        /* near: more than 80% of the limit used after this request */
-        uint64_t lim = o->requests_per_unit;
-        uint64_t used = o->remaining < lim ? lim - o->remaining : 0;
-        if (lim && used * 5 > lim * 4)
-            e->upstream[UP_NEAR] += hits;
-    }
+}
+
+/* The outcome a descriptor reported: upstream's counters follow it. */
+static const weir_limit_outcome *reported(const weir_descriptor_status *st)
+{
+    for (size_t k = 0; k < st->n_outcomes; k++)
+        if (st->outcomes[k].limit == st->limit)
+            return &st->outcomes[k];
+    return st->n_outcomes ? &st->outcomes[0] : NULL;
 }
 
 void metrics_decision(metrics_shard *s, const weir_request *req,
                       const weir_descriptor_status *statuses, size_t n)
 {
     pthread_mutex_lock(&s->lock);
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < statuses[i].n_outcomes; k++)
-            count_outcome(s, &statuses[i].outcomes[k], hits_of(req, i));
+    for (size_t i = 0; i < n; i++) {
+        const weir_descriptor_status *st = &statuses[i];
+        for (size_t k = 0; k < st->n_outcomes; k++)
+            count_rule(s, &st->outcomes[k]);
+        const weir_limit_outcome *o = reported(st);
+        if (!o || !o->limit || !o->limit->domain || i >= req->n_descriptors)
+            continue;
+        metrics_count_upstream(s, req, i, o);
+    }
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -291,7 +264,7 @@ void metrics_reload(metrics *m, bool ok)
 
 /* ------------------------------------------------------------ rendering */
 
-static void put_label(weir_buf *b, const char *v)
+void metrics_put_label(weir_buf *b, const char *v)
 {
     for (const char *p = v; *p; p++) {
         if (*p == '\\' || *p == '"')
@@ -303,16 +276,15 @@ static void put_label(weir_buf *b, const char *v)
     }
 }
 
-static void header(weir_buf *b, const char *name, const char *type, const char *help)
+void metrics_header(weir_buf *b, const char *name, const char *type, const char *help)
 {
     weir_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* One merged row of the per-rule table. */
 typedef struct merged {
-    const char *domain, *rule, *path;
+    const char *domain, *rule;
     uint64_t results[RES_N];
-    uint64_t upstream[UP_N];
     uint64_t failure[FM_N];
 } merged;
 
@@ -323,13 +295,6 @@ static int cmp_merged(const void *a, const void *b)
     return c ? c : strcmp(x->rule, y->rule);
 }
 
-static int cmp_path(const void *a, const void *b)
-{
-    const merged *x = a, *y = b;
-    int c = strcmp(x->domain, y->domain);
-    return c ? c : strcmp(x->path, y->path);
-}
-
 /* Collects every shard's per-rule rows, sorted and summed; *n rows. The
  * strings stay owned by the shards (entries are never removed). */
 static merged *collect(metrics *m, size_t *n)
@@ -337,25 +302,23 @@ static merged *collect(metrics *m, size_t *n)
     size_t total = 0;
     for (unsigned i = 0; i < m->n_shards; i++) {
         pthread_mutex_lock(&m->shards[i].lock);
-        total += m->shards[i].used;
+        total += m->shards[i].rules.used;
         pthread_mutex_unlock(&m->shards[i].lock);
     }
-    merged *rows = calloc(total + m->n_shards * 64 + 1, sizeof(*rows));
+    size_t room = total + m->n_shards * 64 + 1, k = 0;
+    merged *rows = calloc(room, sizeof(*rows));
     if (!rows)
         return NULL;
-    size_t k = 0, room = total + m->n_shards * 64 + 1;
     for (unsigned i = 0; i < m->n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         pthread_mutex_lock(&s->lock);
-        for (size_t j = 0; j < s->cap && k < room; j++) {
-            rule_series *e = &s->slots[j];
-            if (!e->domain)
+        for (size_t j = 0; j < s->rules.cap && k < room; j++) {
+            const rule_series *e = (const rule_series *)s->rules.slots[j];
+            if (!e)
                 continue;
-            rows[k].domain = e->domain;
-            rows[k].rule = e->rule;
-            rows[k].path = e->path;
+            rows[k].domain = e->h.key;
+            rows[k].rule = e->h.key + strlen(e->h.key) + 1;
             memcpy(rows[k].results, e->results, sizeof(e->results));
-            memcpy(rows[k].upstream, e->upstream, sizeof(e->upstream));
             memcpy(rows[k].failure, e->failure, sizeof(e->failure));
             k++;
         }
@@ -367,8 +330,6 @@ static merged *collect(metrics *m, size_t *n)
         if (out && cmp_merged(&rows[out - 1], &rows[i]) == 0) {
             for (int r = 0; r < RES_N; r++)
                 rows[out - 1].results[r] += rows[i].results[r];
-            for (int u = 0; u < UP_N; u++)
-                rows[out - 1].upstream[u] += rows[i].upstream[u];
             for (int f = 0; f < FM_N; f++)
                 rows[out - 1].failure[f] += rows[i].failure[f];
         } else {
@@ -387,88 +348,49 @@ static void render_rules(metrics *m, weir_buf *b)
         b->failed = true;
         return;
     }
-    header(b, "weir_decisions_total", "counter",
-           "Descriptor decisions by domain, rule (name, else path) and result.");
+    metrics_header(b, "weir_decisions_total", "counter",
+                   "Descriptor decisions by domain, rule (name, else path) and result.");
     for (size_t i = 0; i < n; i++)
         for (int r = 0; r < RES_N; r++) {
             weir_buf_puts(b, "weir_decisions_total{domain=\"");
-            put_label(b, rows[i].domain);
+            metrics_put_label(b, rows[i].domain);
             weir_buf_puts(b, "\",rule=\"");
-            put_label(b, rows[i].rule);
+            metrics_put_label(b, rows[i].rule);
             weir_buf_printf(b, "\",result=\"%s\"} ", result_names[r]);
             weir_buf_put_u64(b, rows[i].results[r]);
             weir_buf_putc(b, '\n');
         }
-    header(b, "weir_failure_mode_total", "counter",
-           "Descriptor decisions made by a failure mode while the store failed, by mode.");
+    metrics_header(b, "weir_failure_mode_total", "counter",
+                   "Descriptor decisions made by a failure mode while the store failed, by mode.");
     for (size_t i = 0; i < n; i++)
         for (int f = 0; f < FM_N; f++) {
             weir_buf_puts(b, "weir_failure_mode_total{domain=\"");
-            put_label(b, rows[i].domain);
+            metrics_put_label(b, rows[i].domain);
             weir_buf_puts(b, "\",rule=\"");
-            put_label(b, rows[i].rule);
+            metrics_put_label(b, rows[i].rule);
             weir_buf_printf(b, "\",mode=\"%s\"} ", fm_names[f]);
             weir_buf_put_u64(b, rows[i].failure[f]);
             weir_buf_putc(b, '\n');
         }
-    header(b, "weir_failopen_total", "counter",
-           "Descriptor decisions allowed because the store failed (failure_mode allow).");
+    metrics_header(b, "weir_failopen_total", "counter",
+                   "Descriptor decisions allowed because the store failed (failure_mode allow).");
     for (size_t i = 0; i < n; i++) {
         weir_buf_puts(b, "weir_failopen_total{domain=\"");
-        put_label(b, rows[i].domain);
+        metrics_put_label(b, rows[i].domain);
         weir_buf_puts(b, "\",rule=\"");
-        put_label(b, rows[i].rule);
+        metrics_put_label(b, rows[i].rule);
         weir_buf_puts(b, "\"} ");
         weir_buf_put_u64(b, rows[i].failure[FM_ALLOW]);
         weir_buf_putc(b, '\n');
     }
-    /* Upstream's names: key1 is the first level of the descriptor path,
-     * key2 the rest (as upstream's statsd mapping splits them). Upstream
-     * has one limit per path; weir's several limits on one path are summed
-     * into that path's series. */
-    qsort(rows, n, sizeof(*rows), cmp_path);
-    size_t kept = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (kept && cmp_path(&rows[kept - 1], &rows[i]) == 0) {
-            for (int u = 0; u < UP_N; u++)
-                rows[kept - 1].upstream[u] += rows[i].upstream[u];
-        } else {
-            rows[kept++] = rows[i];
-        }
-    }
-    n = kept;
-    for (int u = 0; u < UP_N; u++) {
-        char name[96];
-        snprintf(name, sizeof(name), "ratelimit_service_rate_limit_%s", up_names[u]);
-        header(b, name, "counter", "envoyproxy/ratelimit-compatible hit counter.");
-        for (size_t i = 0; i < n; i++) {
-            const char *path = rows[i].path, *dot = strchr(path, '.');
-            weir_buf_printf(b, "%s{domain=\"", name);
-            put_label(b, rows[i].domain);
-            weir_buf_puts(b, "\",key1=\"");
-            char key1[256];
-            size_t k1 = dot ? (size_t)(dot - path) : strlen(path);
-            if (k1 >= sizeof(key1))
-                k1 = sizeof(key1) - 1;
-            memcpy(key1, path, k1);
-            key1[k1] = '\0';
-            put_label(b, key1);
-            if (dot) {
-                weir_buf_puts(b, "\",key2=\"");
-                put_label(b, dot + 1);
-            }
-            weir_buf_puts(b, "\"} ");
-            weir_buf_put_u64(b, rows[i].upstream[u]);
-            weir_buf_putc(b, '\n');
-        }
-    }
     free(rows);
+    metrics_render_upstream(m, b);
 }
 
 static void render_latency(metrics *m, weir_buf *b)
 {
-    header(b, "weir_request_duration_seconds", "histogram",
-           "Time from a whole request to its answer, by protocol.");
+    metrics_header(b, "weir_request_duration_seconds", "histogram",
+                   "Time from a whole request to its answer, by protocol.");
     for (int p = 0; p < PROTO_N; p++) {
         uint64_t buckets[N_BUCKETS + 1] = {0}, count = 0, sum_ns = 0;
         for (unsigned i = 0; i < m->n_shards; i++) {
@@ -501,7 +423,8 @@ static void render_latency(metrics *m, weir_buf *b)
 
 static void render_http(metrics *m, weir_buf *b)
 {
-    header(b, "weir_http_requests_total", "counter", "HTTP requests by route and status code.");
+    metrics_header(b, "weir_http_requests_total", "counter",
+                   "HTTP requests by route and status code.");
     for (size_t r = 0; r < m->n_routes; r++)
         for (size_t c = 0; c <= N_CODES; c++) {
             uint64_t v = 0;
@@ -514,7 +437,7 @@ static void render_http(metrics *m, weir_buf *b)
             if (!v)
                 continue;
             weir_buf_puts(b, "weir_http_requests_total{route=\"");
-            put_label(b, m->routes[r]);
+            metrics_put_label(b, m->routes[r]);
             if (c < N_CODES)
                 weir_buf_printf(b, "\",code=\"%d\"} ", codes[c]);
             else
@@ -534,16 +457,17 @@ static void render_connections(metrics *m, weir_buf *b)
             acc[p] += atomic_load_explicit(&m->shards[i].accepted[p], memory_order_relaxed);
             rej[p] += atomic_load_explicit(&m->shards[i].rejected[p], memory_order_relaxed);
         }
-    header(b, "weir_connections", "gauge", "Open client connections by protocol.");
+    metrics_header(b, "weir_connections", "gauge", "Open client connections by protocol.");
     for (int p = 0; p < PROTO_N; p++)
         weir_buf_printf(b, "weir_connections{protocol=\"%s\"} %lld\n", proto_names[p],
                         (long long)open[p]);
-    header(b, "weir_connections_accepted_total", "counter", "Accepted connections by protocol.");
+    metrics_header(b, "weir_connections_accepted_total", "counter",
+                   "Accepted connections by protocol.");
     for (int p = 0; p < PROTO_N; p++)
         weir_buf_printf(b, "weir_connections_accepted_total{protocol=\"%s\"} %llu\n",
                         proto_names[p], (unsigned long long)acc[p]);
-    header(b, "weir_connections_rejected_total", "counter",
-           "Connections closed at once because --max-connections were open.");
+    metrics_header(b, "weir_connections_rejected_total", "counter",
+                   "Connections closed at once because --max-connections were open.");
     for (int p = 0; p < PROTO_N; p++)
         weir_buf_printf(b, "weir_connections_rejected_total{protocol=\"%s\"} %llu\n",
                         proto_names[p], (unsigned long long)rej[p]);
@@ -555,10 +479,11 @@ static void render_redis(weir_store *store, weir_buf *b)
     weir_redis_stats r;
     if (weir_redis_stats_get(store, &r) != WEIR_OK)
         return;
-    header(b, "weir_redis_breaker_state", "gauge",
-           "The Redis circuit breaker: 0 closed, 1 open, 2 half-open.");
+    metrics_header(b, "weir_redis_breaker_state", "gauge",
+                   "The Redis circuit breaker: 0 closed, 1 open, 2 half-open.");
     weir_buf_printf(b, "weir_redis_breaker_state %d\n", (int)r.breaker);
-    header(b, "weir_redis_connections", "gauge", "Connections to Redis up now (one per worker).");
+    metrics_header(b, "weir_redis_connections", "gauge",
+                   "Connections to Redis up now (one per worker).");
     weir_buf_printf(b, "weir_redis_connections %llu\n", (unsigned long long)r.connections);
     static const struct {
         const char *name, *help;
@@ -589,7 +514,7 @@ static void render_redis(weir_store *store, weir_buf *b)
     for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
         uint64_t v;
         memcpy(&v, (const char *)&r + counters[i].off, sizeof(v));
-        header(b, counters[i].name, "counter", counters[i].help);
+        metrics_header(b, counters[i].name, "counter", counters[i].help);
         weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)v);
     }
 }
@@ -606,29 +531,29 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
     render_connections(m, b);
     uint64_t ok = atomic_load_explicit(&m->reload_ok, memory_order_relaxed);
     uint64_t failed = atomic_load_explicit(&m->reload_failed, memory_order_relaxed);
-    header(b, "weir_rules_reloads_total", "counter", "Rule loads by result.");
+    metrics_header(b, "weir_rules_reloads_total", "counter", "Rule loads by result.");
     weir_buf_printf(b,
                     "weir_rules_reloads_total{result=\"ok\"} %llu\n"
                     "weir_rules_reloads_total{result=\"failed\"} %llu\n",
                     (unsigned long long)ok, (unsigned long long)failed);
-    header(b, "ratelimit_service_config_load_success", "counter",
-           "envoyproxy/ratelimit-compatible: successful rule loads.");
+    metrics_header(b, "ratelimit_service_config_load_success", "counter",
+                   "envoyproxy/ratelimit-compatible: successful rule loads.");
     weir_buf_printf(b, "ratelimit_service_config_load_success %llu\n", (unsigned long long)ok);
-    header(b, "ratelimit_service_config_load_error", "counter",
-           "envoyproxy/ratelimit-compatible: failed rule loads.");
+    metrics_header(b, "ratelimit_service_config_load_error", "counter",
+                   "envoyproxy/ratelimit-compatible: failed rule loads.");
     weir_buf_printf(b, "ratelimit_service_config_load_error %llu\n", (unsigned long long)failed);
     weir_store_stats st;
     if (weir_store_stats_get(store, &st) == WEIR_OK) {
-        header(b, "weir_store_keys", "gauge", "Keys held by the store.");
+        metrics_header(b, "weir_store_keys", "gauge", "Keys held by the store.");
         weir_buf_printf(b, "weir_store_keys %llu\n", (unsigned long long)st.keys);
-        header(b, "weir_store_bytes", "gauge", "Bytes held by the store.");
+        metrics_header(b, "weir_store_bytes", "gauge", "Bytes held by the store.");
         weir_buf_printf(b, "weir_store_bytes %llu\n", (unsigned long long)st.bytes);
-        header(b, "weir_store_max_bytes", "gauge", "The store's memory cap (0: none).");
+        metrics_header(b, "weir_store_max_bytes", "gauge", "The store's memory cap (0: none).");
         weir_buf_printf(b, "weir_store_max_bytes %llu\n", (unsigned long long)st.max_bytes);
-        header(b, "weir_store_evictions_total", "counter",
-               "Active keys removed under the memory cap.");
+        metrics_header(b, "weir_store_evictions_total", "counter",
+                       "Active keys removed under the memory cap.");
         weir_buf_printf(b, "weir_store_evictions_total %llu\n", (unsigned long long)st.evictions);
-        header(b, "weir_store_expirations_total", "counter", "Keys removed back at rest.");
+        metrics_header(b, "weir_store_expirations_total", "counter", "Keys removed back at rest.");
         weir_buf_printf(b, "weir_store_expirations_total %llu\n",
                         (unsigned long long)st.expirations);
     }

@@ -2,9 +2,11 @@
  * metrics.h - the service's counters and their Prometheus text rendering.
  *
  * Each worker thread writes its own shard; a scrape sums the shards. Label
- * values come only from the rules (domain, rule name or path) and from
- * fixed tables (protocol, route, status code, result): never from request
- * values, so the number of series is bounded by the rule files.
+ * values come from the rules (domain, rule name or path) and from fixed
+ * tables (protocol, route, status code, result); only upstream's series
+ * take request values, where a rule asks for them (detailed_metric,
+ * value_to_metric) or a request names its own limit, and those series
+ * are capped (docs/OPERATIONS.md).
  */
 #ifndef WEIR_DAEMON_METRICS_H
 #define WEIR_DAEMON_METRICS_H
@@ -37,6 +39,23 @@ void metrics_request(metrics_shard *s, metrics_proto proto, int64_t ns, size_t r
 void metrics_connection(metrics_shard *s, metrics_proto proto, int delta);
 void metrics_connection_rejected(metrics_shard *s, metrics_proto proto);
 void metrics_reload(metrics *m, bool ok);
+
+/** The near_limit threshold of upstream's counters by default: 80 % of a
+ *  limit, in millionths (upstream's NEAR_LIMIT_RATIO 0.8). */
+#define METRICS_NEAR_PPM_DEFAULT 800000u
+/** Set the near_limit threshold (millionths of a limit, at most 1000000)
+ *  before any decision is counted. */
+void metrics_set_near_ratio(metrics *m, uint32_t ppm);
+
+/** A counter's growth, named for statsd: @prefix @key, then '.' @stat
+ *  when @stat is not NULL. */
+typedef void metrics_emit_fn(void *arg, const char *prefix, const char *key, const char *stat,
+                             uint64_t delta);
+/** Calls @emit for each of upstream's counters (the per-descriptor ones
+ *  under ratelimit.service.rate_limit., config_load_success and
+ *  config_load_error) that grew since the previous call. One caller at a
+ *  time: the statsd sink. */
+void metrics_deltas(metrics *m, metrics_emit_fn *emit, void *arg);
 
 /** The Prometheus text exposition of everything, with @store's stats. */
 void metrics_render(metrics *m, weir_store *store, weir_buf *out);

@@ -5,6 +5,7 @@
  */
 #include "options.h"
 
+#include "statsd.h"
 #include "stores.h"
 
 #include <arpa/inet.h>
@@ -29,6 +30,7 @@ typedef enum kind {
     K_CLOCK,    /* redis|local: false for redis */
     K_FAILURE,  /* allow|deny|local */
     K_CONFIG,   /* file|grpc-xds-sotw (upstream's FILE, GRPC_XDS_SOTW): true for xDS */
+    K_RATIO,    /* 0..1, kept in millionths (uint32_t) */
 } kind;
 
 typedef struct option {
@@ -125,6 +127,13 @@ static const option options[] = {
      "error, warn, info or debug"},
     {"log-format", "WEIR_LOG_FORMAT", "FORMAT", "text", K_FORMAT, AT(log_json),
      "text (key=value) or json, one line per event on stderr"},
+    {"statsd", "WEIR_STATSD", "HOST:PORT", "", K_TEXT, AT(statsd),
+     "send upstream's counters by UDP to this statsd server (upstream's USE_STATSD, "
+     "STATSD_HOST, STATSD_PORT); empty: none"},
+    {"statsd-interval", "WEIR_STATSD_INTERVAL", "DURATION", "10s", K_DURATION,
+     AT(statsd_interval_ms), "how often --statsd sends (upstream's STATS_FLUSH_INTERVAL)"},
+    {"near-limit-ratio", "WEIR_NEAR_LIMIT_RATIO", "RATIO", "0.8", K_RATIO, AT(near_limit_ppm),
+     "the part of a limit past which hits count as near_limit (upstream's NEAR_LIMIT_RATIO)"},
     {"retry-jitter", "WEIR_RETRY_JITTER", "SECONDS", "0", K_COUNT, AT(retry_jitter_s),
      "add 0..SECONDS of random jitter to Retry-After"},
     {"default-algorithm", "WEIR_DEFAULT_ALGORITHM", "NAME", "fixed_window", K_ALGO,
@@ -208,6 +217,20 @@ static bool parse_duration_ms(const char *s, int64_t *out)
     if (weir_duration_parse(s, &us) != WEIR_OK)
         return false;
     *out = us / 1000 + (us % 1000 != 0);
+    return true;
+}
+
+/* A decimal ratio 0..1 ("0.8", ".95", "1") in millionths. */
+static bool parse_ratio(const char *s, uint32_t *ppm)
+{
+    if (!((*s >= '0' && *s <= '9') || *s == '.'))
+        return false;
+    errno = 0;
+    char *end;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v >= 0.0 && v <= 1.0))
+        return false;
+    *ppm = (uint32_t)(v * 1e6 + 0.5);
     return true;
 }
 
@@ -373,6 +396,8 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
         return parse_headers(v, (weir_api_header_opts *)field);
     case K_UPNAMES:
         return parse_upstream_names(v, (weir_api_header_opts *)field);
+    case K_RATIO:
+        return parse_ratio(v, (uint32_t *)field);
     case K_CHECK:
         if (!from_env)
             return add_check_header(o, v, strlen(v));
@@ -596,6 +621,13 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->check_deny_status < 400 || o->check_deny_status > 599) {
         fprintf(err, "weir serve: --check-deny-status must be a 4xx or 5xx status\n");
+        return 2;
+    }
+    if (o->statsd[0] && (!statsd_check(o->statsd) || o->statsd_interval_ms == 0)) {
+        fprintf(err,
+                "weir serve: --statsd '%s': HOST:PORT (a port 1..65535) and a positive "
+                "--statsd-interval\n",
+                o->statsd);
         return 2;
     }
     if (o->max_pipelined == 0) {

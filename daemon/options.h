@@ -41,6 +41,9 @@ typedef struct serve_options {
     uint64_t instances;              /* sharing the store: local limits are 1/N */
     weir_log_level log_level;
     bool log_json;
+    char statsd[SERVE_ADDR_BYTES]; /* "" = no statsd sink */
+    int64_t statsd_interval_ms;
+    uint32_t near_limit_ppm; /* near_limit's threshold, millionths of a limit */
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;
@@ -100,7 +103,8 @@ bool serve_options_set(serve_options *o, const char *flag, const char *value);
  * serve_options_upstream() - envoyproxy/ratelimit's environment (HOST,
  * PORT, GRPC_HOST, GRPC_PORT, LOG_LEVEL, LOG_FORMAT, MERGE_DOMAIN_CONFIG,
  * SHADOW_MODE, LIMIT_RESPONSE_HEADERS_ENABLED, REDIS_SOCKET_TYPE,
- * REDIS_URL, REDIS_AUTH, REDIS_TLS, RUNTIME_ROOT, ...) read into @o, for
+ * REDIS_URL, REDIS_AUTH, REDIS_TLS, RUNTIME_ROOT, USE_STATSD, STATSD_HOST,
+ * STATSD_PORT, NEAR_LIMIT_RATIO, ...) read into @o, for
  * a deployment moved over as it is (docs/ENVOY.md maps each). Applied
  * after the defaults and before WEIR_* variables and flags, which win.
  * Returns false after printing to @err a variable it cannot take.

@@ -22,6 +22,7 @@
 #define SERVER_MAX_LISTENERS 4u
 
 struct proto;
+struct statsd;
 struct worker;
 
 /** One protocol's listening sockets: one per worker (SO_REUSEPORT). */
@@ -38,6 +39,7 @@ typedef struct server {
     weir_store *fallback; /* failure_mode local: this instance's own memory */
     weir_engine *engine;
     metrics *metrics;
+    struct statsd *statsd; /* --statsd's sink, or NULL */
     unsigned n_workers;
     struct worker *workers;
     server_listener listeners[SERVER_MAX_LISTENERS];

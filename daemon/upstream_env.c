@@ -190,6 +190,42 @@ static bool response_headers(serve_options *o, FILE *err)
     return true;
 }
 
+/* USE_STATSD, STATSD_HOST (localhost) and STATSD_PORT (8125) as
+ * --statsd. Upstream sends by default; weir sends only when asked:
+ * USE_STATSD true, or STATSD_HOST or STATSD_PORT set and USE_STATSD not
+ * false. */
+static bool statsd(serve_options *o, FILE *err)
+{
+    const char *use = env("USE_STATSD"), *host = env("STATSD_HOST"), *port = env("STATSD_PORT");
+    bool on = host || port;
+    if (use) {
+        static const char *const yes[] = {"1", "t", "true"}, *const no[] = {"0", "f", "false"};
+        bool known = false;
+        for (size_t i = 0; i < 3; i++) {
+            if (!strcasecmp(use, yes[i]))
+                on = known = true;
+            else if (!strcasecmp(use, no[i]))
+                on = false, known = true;
+        }
+        if (!known) {
+            fprintf(err, "weir serve: USE_STATSD='%s': true or false\n", use);
+            return false;
+        }
+    }
+    if (!on)
+        return true;
+    host = host ? host : "localhost";
+    char addr[SERVE_ADDR_BYTES];
+    bool v6 = strchr(host, ':') != NULL;
+    int n = snprintf(addr, sizeof(addr), "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "",
+                     port ? port : "8125");
+    if (n < 0 || (size_t)n >= sizeof(addr)) {
+        fprintf(err, "weir serve: STATSD_HOST/STATSD_PORT: the address is too long\n");
+        return false;
+    }
+    return set_or_say(o, err, "STATSD_HOST/STATSD_PORT", "statsd", addr);
+}
+
 /* Variables that map onto one flag with the value as it is. */
 static const struct {
     const char *var, *flag;
@@ -210,6 +246,8 @@ static const struct {
     {"XDS_CLIENT_BACKOFF_RANDOM_FACTOR", "xds-backoff-random-factor"},
     {"XDS_CLIENT_BACKOFF_JITTER", "xds-backoff-jitter"},
     {"XDS_CLIENT_MAX_MSG_SIZE_IN_BYTES", "xds-max-message-bytes"},
+    {"STATS_FLUSH_INTERVAL", "statsd-interval"},
+    {"NEAR_LIMIT_RATIO", "near-limit-ratio"},
 };
 
 /* CONFIG_GRPC_XDS_SERVER_USE_TLS: the xDS client speaks plain-text gRPC
@@ -232,7 +270,8 @@ bool serve_options_upstream(serve_options *o, FILE *err)
 {
     if (!listener(o, err, "HOST", "PORT", "http") ||
         !listener(o, err, "GRPC_HOST", "GRPC_PORT", "grpc") || !log_level(o, err) ||
-        !redis(o, err) || !runtime_root(o, err) || !response_headers(o, err) || !xds_tls(err))
+        !redis(o, err) || !runtime_root(o, err) || !response_headers(o, err) || !xds_tls(err) ||
+        !statsd(o, err))
         return false;
     for (size_t i = 0; i < sizeof(same_value) / sizeof(same_value[0]); i++) {
         const char *v = env(same_value[i].var);

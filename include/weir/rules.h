@@ -132,6 +132,13 @@ typedef struct weir_rule_limit {
     const char *file;
     uint32_t line;
     uint32_t column;
+    /** Since 0.2. The descriptor nodes of `path`, top level first
+     *  (n_levels of them, the limit's own node last): a limit's levels
+     *  whatever bytes their keys and values hold, for metrics that name
+     *  it level by level. NULL and 0 for the limit the engine makes for a
+     *  request's own override of an unmatched descriptor. */
+    const weir_rule *const *levels;
+    size_t n_levels;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

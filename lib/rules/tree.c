@@ -228,25 +228,40 @@ static void check_siblings(rules_loader *ld, weir_rule **nodes, size_t n, char *
     }
 }
 
-/* Gives every limit below @nodes its domain and its path (@path holds the
- * parent's, @len bytes, '.'-terminated unless empty). */
+/* The nodes from a domain's top level down to the one being named. */
+typedef struct level_stack {
+    const weir_rule *nodes[WEIR_RULES_MAX_DEPTH];
+    size_t depth;
+} level_stack;
+
+/* Gives every limit below @nodes its domain, its path (@path holds the
+ * parent's, @len bytes, '.'-terminated unless empty) and its levels (@st
+ * holds the parent's). */
 static void name_limits(rules_loader *ld, const char *domain, weir_rule **nodes, size_t n,
-                        char *path, size_t len, size_t cap)
+                        char *path, size_t len, size_t cap, level_stack *st)
 {
+    if (st->depth >= WEIR_RULES_MAX_DEPTH)
+        return; /* the parser refuses deeper trees */
     for (size_t i = 0; i < n; i++) {
         const weir_rule *c = nodes[i];
         size_t end = append_level(path, len, cap, c);
+        st->nodes[st->depth] = c;
         if (c->n_limits) {
             char *copy = weir__rules_alloc(ld, end + 1);
-            if (!copy)
+            size_t n_levels = st->depth + 1;
+            const weir_rule **levels = weir__rules_alloc(ld, n_levels * sizeof(*levels));
+            if (!copy || !levels)
                 return;
             memcpy(copy, path, end);
             copy[end] = '\0';
+            memcpy(levels, st->nodes, n_levels * sizeof(*levels));
             for (size_t j = 0; j < c->n_limits; j++) {
                 /* The limits are the arena's; the tree hands them out const. */
                 weir_rule_limit *l = (weir_rule_limit *)(uintptr_t)c->limits[j];
                 l->domain = domain;
                 l->path = copy;
+                l->levels = levels;
+                l->n_levels = n_levels;
             }
         }
         if (c->n_children) {
@@ -255,7 +270,9 @@ static void name_limits(rules_loader *ld, const char *domain, weir_rule **nodes,
                 path[sub++] = '.';
                 path[sub] = '\0';
             }
-            name_limits(ld, domain, c->children, c->n_children, path, sub, cap);
+            st->depth++;
+            name_limits(ld, domain, c->children, c->n_children, path, sub, cap, st);
+            st->depth--;
         }
         path[len] = '\0';
     }
@@ -291,7 +308,8 @@ void weir__rules_finish(rules_loader *ld)
             len = sizeof(path) - 1;
         check_siblings(ld, d->rules, d->n_rules, path, len, sizeof(path));
         path[0] = '\0';
-        name_limits(ld, d->name, d->rules, d->n_rules, path, 0, sizeof(path));
+        level_stack st = {{0}, 0};
+        name_limits(ld, d->name, d->rules, d->n_rules, path, 0, sizeof(path), &st);
     }
 }
 

@@ -72,7 +72,12 @@ static void clear_env(void)
                                        "RUNTIME_SUBDIRECTORY",
                                        "RUNTIME_APPDIRECTORY",
                                        "FORCE_START_WITHOUT_INITIAL_CONFIG",
-                                       "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED"};
+                                       "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED",
+                                       "USE_STATSD",
+                                       "STATSD_HOST",
+                                       "STATSD_PORT",
+                                       "STATS_FLUSH_INTERVAL",
+                                       "NEAR_LIMIT_RATIO"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -238,6 +243,61 @@ static void upstream_environment(void **unused)
     clear_env();
 }
 
+/* upstream's statsd and near_limit settings: the sink only when asked
+ * for, the ratio in millionths */
+static void statsd_and_near_ratio(void **unused)
+{
+    (void)unused;
+    serve_options o;
+    bool done;
+    char err[512];
+    clear_env();
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.statsd, ""); /* upstream would send to localhost:8125 */
+    assert_int_equal(o.statsd_interval_ms, 10000);
+    assert_int_equal(o.near_limit_ppm, 800000);
+    setenv("USE_STATSD", "true", 1);
+    setenv("NEAR_LIMIT_RATIO", ".95", 1);
+    setenv("STATS_FLUSH_INTERVAL", "500ms", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.statsd, "localhost:8125");
+    assert_int_equal(o.statsd_interval_ms, 500);
+    assert_int_equal(o.near_limit_ppm, 950000);
+    setenv("STATSD_HOST", "::1", 1);
+    setenv("STATSD_PORT", "9125", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.statsd, "[::1]:9125");
+    setenv("USE_STATSD", "False", 1); /* off, whatever the host says */
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.statsd, "");
+    unsetenv("USE_STATSD"); /* a host named is a sink asked for */
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--near-limit-ratio", "0", NULL), 0);
+    assert_string_equal(o.statsd, "[::1]:9125");
+    assert_int_equal(o.near_limit_ppm, 0);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--near-limit-ratio", "1", NULL), 0);
+    assert_int_equal(o.near_limit_ppm, 1000000);
+    clear_env();
+    static const char *const bad_ratio[] = {"1.01", "-0.5", "0.5s", "", " 0.5", "nan", "inf"};
+    for (size_t i = 0; i < sizeof(bad_ratio) / sizeof(bad_ratio[0]); i++) {
+        assert_int_equal(
+            parse(&o, &done, err, sizeof(err), "--near-limit-ratio", bad_ratio[i], NULL), 2);
+        assert_non_null(strstr(err, "not a valid RATIO"));
+    }
+    static const char *const bad_addr[] = {"localhost", "localhost:", "host:0", "host:65536",
+                                           ":8125",     "[::1]:x",    "h:8125x"};
+    for (size_t i = 0; i < sizeof(bad_addr) / sizeof(bad_addr[0]); i++) {
+        assert_int_equal(parse(&o, &done, err, sizeof(err), "--statsd", bad_addr[i], NULL), 2);
+        assert_non_null(strstr(err, "HOST:PORT (a port 1..65535)"));
+    }
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--statsd", "127.0.0.1:8125",
+                           "--statsd-interval", "0", NULL),
+                     2);
+    setenv("USE_STATSD", "maybe", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_string_equal(err, "weir serve: USE_STATSD='maybe': true or false\n");
+    clear_env();
+}
+
 static void errors_name_the_setting(void **unused)
 {
     (void)unused;
@@ -332,6 +392,7 @@ int main(void)
         cmocka_unit_test(environment_then_flags),
         cmocka_unit_test(errors_name_the_setting),
         cmocka_unit_test(upstream_environment),
+        cmocka_unit_test(statsd_and_near_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "json.h"
 
 /* Nodes a parser starts with (a /v1/check body with 3 descriptors takes
@@ -144,40 +145,6 @@ static int hex4(const char *p)
     return v;
 }
 
-/* Bytes of the well-formed UTF-8 sequence at s[i] (which is >= 0x80): no
- * overlong forms, no surrogates, nothing past U+10FFFF; 0 when invalid. */
-static size_t utf8_len(const char *s, size_t len, size_t i)
-{
-    const unsigned char *u = (const unsigned char *)s + i;
-    size_t left = len - i;
-    unsigned char c = u[0], lo = 0x80, hi = 0xBF;
-    size_t n;
-    if (c >= 0xC2 && c <= 0xDF) {
-        n = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        n = 3;
-        if (c == 0xE0)
-            lo = 0xA0;
-        else if (c == 0xED)
-            hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        n = 4;
-        if (c == 0xF0)
-            lo = 0x90;
-        else if (c == 0xF4)
-            hi = 0x8F;
-    } else {
-        return 0;
-    }
-    if (left < n || u[1] < lo || u[1] > hi)
-        return 0;
-    for (size_t k = 2; k < n; k++) {
-        if (u[k] < 0x80 || u[k] > 0xBF)
-            return 0;
-    }
-    return n;
-}
-
 #define X16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
 
 /* The bytes a string takes as they are: printable ASCII but '"' and '\\'
@@ -216,7 +183,7 @@ static bool check_string(const char *s, size_t len, size_t at, size_t *q, bool *
             return fail(err, s, at, i, c == '\n' ? "unexpected newline" : "control character 0x%x",
                         c);
         if (c >= 0x80) {
-            size_t n = utf8_len(s, len, i);
+            size_t n = weir_utf8_next((const unsigned char *)s + i, len - i, NULL);
             if (n == 0)
                 return fail(err, s, at, i + 1, "invalid UTF-8 byte 0x%x", c);
             i += n;

@@ -2,6 +2,7 @@
  * buf.c - the growable response buffer.
  */
 #include "buf.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -143,39 +144,6 @@ void weir_buf_printf(weir_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-/* Length of the valid UTF-8 sequence at s (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1fu;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0fu;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07u;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3fu);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-        (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
 /* Hand-written rather than through the JSON library: responses are
  * written straight into the connection's buffer without building a tree,
  * which is most of the cost of a small answer. */
@@ -190,7 +158,7 @@ void weir_buf_put_json_str(weir_buf *b, const char *s, size_t n)
             i++; /* printable ASCII, the usual case */
             continue;
         }
-        size_t len = c >= 0x20 && c != '"' && c != '\\' ? utf8_len(u + i, n - i) : 0;
+        size_t len = c >= 0x20 && c != '"' && c != '\\' ? weir_utf8_next(u + i, n - i, NULL) : 0;
         if (len) {
             i += len;
             continue;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "envoy/service/ratelimit/v3/rls.pb-c.h"
 #include "grpc/pb.h"
 #include "grpc/rls.h"
@@ -264,9 +265,17 @@ static bool wire_field(wire *w, uint32_t *field, unsigned *type, wire *inner)
     }
 }
 
-static bool has_nul(const wire *s)
+/* What is wrong with a string field, or NULL: a NUL byte (no counter
+ * name may hold one), or bytes that are not UTF-8 (proto3 strings must
+ * be; grpc-go and upstream refuse them too). */
+static const char *string_problem(const wire *s)
 {
-    return memchr(s->p, 0, (size_t)(s->end - s->p)) != NULL;
+    size_t n = (size_t)(s->end - s->p);
+    if (memchr(s->p, 0, n))
+        return "must not contain a NUL byte";
+    if (!weir_utf8_valid((const char *)s->p, n))
+        return "must be valid UTF-8";
+    return NULL;
 }
 
 /* What the walk found; the first problem of each kind. */
@@ -275,8 +284,8 @@ typedef struct scan {
     bool too_many_entries;
     size_t entries_at; /* the descriptor with too many */
     size_t n_entries;  /* its count */
-    bool nul;
-    char nul_at[64];
+    const char *bad;   /* string_problem() of the first bad string */
+    char bad_at[64];
 } scan;
 
 static bool scan_entry(wire w, scan *s, size_t di, size_t ei)
@@ -287,12 +296,10 @@ static bool scan_entry(wire w, scan *s, size_t di, size_t ei)
     while (w.p < w.end) {
         if (!wire_field(&w, &field, &type, &str))
             return false;
-        if (type == WT_LEN && (field == F_ENTRY_KEY || field == F_ENTRY_VALUE) && !s->nul &&
-            has_nul(&str)) {
-            s->nul = true;
-            snprintf(s->nul_at, sizeof s->nul_at, "descriptors[%zu].entries[%zu].%s", di, ei,
+        if (type == WT_LEN && (field == F_ENTRY_KEY || field == F_ENTRY_VALUE) && !s->bad &&
+            (s->bad = string_problem(&str)))
+            snprintf(s->bad_at, sizeof s->bad_at, "descriptors[%zu].entries[%zu].%s", di, ei,
                      field == F_ENTRY_KEY ? "key" : "value");
-        }
     }
     return true;
 }
@@ -332,9 +339,8 @@ static bool scan_request(const uint8_t *msg, size_t len, scan *s, size_t max_ent
             return false;
         if (type != WT_LEN)
             continue;
-        if (field == F_REQUEST_DOMAIN && !s->nul && has_nul(&sub)) {
-            s->nul = true;
-            snprintf(s->nul_at, sizeof s->nul_at, "domain");
+        if (field == F_REQUEST_DOMAIN && !s->bad && (s->bad = string_problem(&sub))) {
+            snprintf(s->bad_at, sizeof s->bad_at, "domain");
         } else if (field == F_REQUEST_DESCRIPTORS) {
             if (!scan_descriptor(sub, s, s->n_descriptors, max_entries))
                 return false;
@@ -474,8 +480,8 @@ bool weir_rls_decode(weir_rls_decoder *d, const uint8_t *msg, size_t len, weir_g
                   s.entries_at, s.n_entries, d->max_entries);
         return fail(d);
     }
-    if (s.nul) {
-        set_error(err, WEIR_GRPC_INVALID_ARGUMENT, "%s: must not contain a NUL byte", s.nul_at);
+    if (s.bad) {
+        set_error(err, WEIR_GRPC_INVALID_ARGUMENT, "%s: %s", s.bad_at, s.bad);
         return fail(d);
     }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "ratelimit/config/ratelimit/v3/rls_conf.pb-c.h"
 #include "xds/discovery.h"
 
@@ -153,27 +154,6 @@ static void indent(weir_buf *b, unsigned n)
         weir_buf_putc(b, ' ');
 }
 
-/* The code point of the UTF-8 sequence at @p and its length, 0 when the
- * sequence is not valid UTF-8 (cut, overlong, a surrogate, past U+10FFFF;
- * @p is NUL-terminated, so a cut sequence stops at the NUL). */
-static size_t utf8_next(const unsigned char *p, uint32_t *cp)
-{
-    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    size_t n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc0 ? 2 : 0;
-    if (!n || p[0] > 0xf4)
-        return 0;
-    uint32_t c = p[0] & (0x7fu >> n);
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        c = c << 6 | (p[i] & 0x3fu);
-    }
-    if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-        return 0;
-    *cp = c;
-    return n;
-}
-
 /* Whether libyaml reads code point @c as it is inside a double-quoted
  * scalar: printable (its reader refuses the rest) and not a line break
  * (which it would fold) nor a byte order mark. */
@@ -206,7 +186,7 @@ static bool quoted(weir_buf *b, const char *s)
             continue;
         }
         uint32_t c;
-        size_t n = utf8_next(p, &c);
+        size_t n = weir_utf8_next(p, 4, &c);
         if (!n)
             return false;
         if (yaml_plain_char(c)) {

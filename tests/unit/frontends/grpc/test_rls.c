@@ -409,6 +409,28 @@ static void malformed(void **state)
     const uint8_t nul_domain[] = {0x0a, 0x02, 0x00, 'x'};
     expect_refused(nul_domain, sizeof nul_domain, WEIR_GRPC_INVALID_ARGUMENT,
                    "domain: must not contain a NUL byte");
+    /* bytes that are not UTF-8: a lone continuation byte, an overlong
+     * '/', a surrogate, a cut sequence */
+    const uint8_t latin1_value[] = {0x12, 0x09, 0x0a, 0x07, 0x0a, 0x01, 'k', 0x12, 0x02, 'a', 0xe9};
+    expect_refused(latin1_value, sizeof latin1_value, WEIR_GRPC_INVALID_ARGUMENT,
+                   "descriptors[0].entries[0].value: must be valid UTF-8");
+    const uint8_t overlong_key[] = {0x12, 0x06, 0x0a, 0x04, 0x0a, 0x02, 0xc0, 0xaf};
+    expect_refused(overlong_key, sizeof overlong_key, WEIR_GRPC_INVALID_ARGUMENT,
+                   "descriptors[0].entries[0].key: must be valid UTF-8");
+    const uint8_t surrogate_domain[] = {0x0a, 0x03, 0xed, 0xa0, 0x80};
+    expect_refused(surrogate_domain, sizeof surrogate_domain, WEIR_GRPC_INVALID_ARGUMENT,
+                   "domain: must be valid UTF-8");
+    const uint8_t cut_domain[] = {0x0a, 0x02, 'a', 0xe2};
+    expect_refused(cut_domain, sizeof cut_domain, WEIR_GRPC_INVALID_ARGUMENT,
+                   "domain: must be valid UTF-8");
+    /* while well-formed UTF-8 of every length is taken */
+    weir_rls_decoder *u = new_decoder();
+    weir_grpc_error uerr;
+    const uint8_t utf8_ok[] = {0x0a, 0x0a, 'a',  0xc3, 0xa9, 0xe2,
+                               0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80};
+    assert_true(decode(u, utf8_ok, sizeof utf8_ok, &uerr));
+    assert_int_equal(weir_rls_request(u)->domain_len, 10);
+    weir_rls_decoder_free(u);
 
     /* after a failure the decoder works again */
     weir_rls_decoder *d = new_decoder();

@@ -2,7 +2,9 @@
 # bench/peers.sh - weir beside the rate limiting libraries users pick
 # without it, on one workload, in the same run: each peer and weir run
 # one after the other, ROUNDS times (who goes first alternates), and the
-# table gives the medians and weir's ratio.
+# table gives the medians and weir's ratio: the median of the rounds'
+# ratios, each of two runs a minute apart, which drifts less with the
+# machine's load than a ratio of medians.
 #
 #   make bench-peers                    # installs the peers, builds build/
 #   ROUNDS=5 KEYS=1000000 bench/peers.sh
@@ -55,7 +57,11 @@ GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$tmp/go-cache GOFLAGS='' \
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 # col FILE N: the median of column N
 col() { awk -v c="$2" '{print $c}' "$1" | median; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}'; }
+# ratios FILE_A FILE_B N: the median of column N's round-by-round ratios, A / B
+ratios() {
+    paste -d' ' <(awk -v c="$3" '{print $c}' "$1") <(awk -v c="$3" '{print $c}' "$2") |
+        awk '{print ($2 > 0 ? $1 / $2 : 0)}' | median | awk '{printf "%.2f", $1}'
+}
 
 echo "# bench/peers.sh  $(date -u +%Y-%m-%dT%H:%MZ)  $(nproc) cores" \
     "($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'))  $(uname -r)"
@@ -94,7 +100,7 @@ pair() {
     wr=$(col "$tmp/w" 1)
     pr=$(col "$tmp/p" 1)
     printf "$row" "$name" "$threads" "$wr" "$pr" "$(col "$tmp/w" 2)" "$(col "$tmp/p" 2)" \
-        "$(ratio "$wr" "$pr")x"
+        "$(ratios "$tmp/w" "$tmp/p" 1)x"
     echo "  runs: weir $(awk '{printf "%s ", $1}' "$tmp/w")| peer $(awk '{printf "%s ", $1}' "$tmp/p")"
 }
 
@@ -165,5 +171,5 @@ printf '%-44s %13s %13s %15s %15s\n' "on one Redis $(redis-server --version | aw
 printf '%-44s %13s %13s %15s %15s\n' "RateLimiterRedis vs weir serve, fixed_window" "$wr" "$pr" \
     "$(col "$tmp/w" 2)" "$(col "$tmp/p" 2)"
 echo "  runs: weir $(awk '{printf "%s/%s ", $1, $2}' "$tmp/w")| peer $(awk '{printf "%s/%s ", $1, $2}' "$tmp/p")"
-echo "  throughput weir / peer: $(ratio "$wr" "$pr")x;" \
-    "Redis CPU per decision, weir / peer: $(ratio "$(col "$tmp/w" 2)" "$(col "$tmp/p" 2)")"
+echo "  throughput weir / peer: $(ratios "$tmp/w" "$tmp/p" 1)x;" \
+    "Redis CPU per decision, weir / peer: $(ratios "$tmp/w" "$tmp/p" 2)"

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-redis bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-resp format format-check clean
 
 all: build
 
@@ -103,6 +103,16 @@ bench-redis: build
 # (bench/resp.sh): redis-benchmark, pipelines 1 and 16, 1 or 100k keys.
 bench-resp: build
 	bench/resp.sh
+
+# weir beside the libraries users pick without it, in the same run
+# (bench/peers.sh): Go's golang.org/x/time/rate (Debian) and Node.js's
+# rate-limiter-flexible (npm, in bench/peers/node_modules), in process and
+# on one Redis. Not part of make test.
+bench-peers: build
+	@scripts/deps.sh bench
+	@[ -d bench/peers/node_modules ] || \
+	    (cd bench/peers && npm ci --silent --no-audit --no-fund)
+	bench/peers.sh
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -1,6 +1,7 @@
 # bench/ports.sh - sourced by the benchmark scripts: the tools they need,
 # a temporary directory cleaned up at exit with the servers they started,
-# loopback ports chosen at run time, and waiting until something listens.
+# loopback ports chosen at run time, waiting until something listens, and
+# a redis-server with its CPU time.
 
 # A free port on 127.0.0.1 (the kernel's choice).
 free_port() {
@@ -40,4 +41,22 @@ bench_tmp() {
     tmp=$(mktemp -d)
     pids=()
     trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
+}
+
+# start_redis [PREFIX...]: a redis-server on a free loopback port, its
+# files in $tmp, run under PREFIX (e.g. taskset -c 1) if given; sets $rport
+# and $rpid (also added to $pids) and waits until it listens.
+start_redis() {
+    rport=$(free_port)
+    "$@" redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$tmp" \
+        --logfile "$tmp/redis.log" &
+    rpid=$!
+    pids+=("$rpid")
+    wait_port "$rport"
+}
+
+# The CPU time of the redis-server $rpid so far, in microseconds (utime +
+# stime from /proc, in clock ticks).
+redis_cpu_us() {
+    awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000000 / hz}' "/proc/$rpid/stat"
 }

@@ -37,18 +37,8 @@ need redis-server redis-cli redis-benchmark python3
 need_weir "make build"
 bench_tmp
 
-rport=$(free_port)
-redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no --dir "$tmp" \
-    --logfile "$tmp/redis.log" &
-rpid=$!
-pids+=("$rpid")
-wait_port "$rport"
+start_redis
 rcli() { redis-cli -p "$rport" "$@"; }
-
-# Redis's CPU time in microseconds (utime + stime, clock ticks)
-redis_cpu_us() {
-    awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) * 1000000 / hz}' "/proc/$rpid/stat"
-}
 # usec and calls of the script commands, from INFO commandstats
 script_usec() {
     rcli info commandstats | tr -d '\r' |

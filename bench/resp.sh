@@ -28,11 +28,7 @@ need redis-server redis-cli redis-benchmark python3 taskset
 need_weir "make build"
 bench_tmp
 
-rport=$(free_port)
-taskset -c 1 redis-server --bind 127.0.0.1 --port "$rport" --save '' --appendonly no \
-    --dir "$tmp" --logfile "$tmp/redis.log" &
-pids+=($!)
-wait_port "$rport"
+start_redis taskset -c 1
 sha=$(redis-cli -p "$rport" script load "$(cat bench/redis/token_bucket.lua)")
 
 wport=$(free_port)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages weir needs, if any is missing: to build and
 # run it (`scripts/deps.sh run`, what `make run` asks for), or to build and
-# test it, benchmarks included (no argument). As root it runs apt-get;
+# test it, benchmarks included (no argument), or all that and the peers the
+# benchmarks measure weir against (`scripts/deps.sh bench`, what
+# `make bench-peers` asks for). As root it runs apt-get;
 # otherwise it prints the exact command to run and exits 1. Packages are
 # grouped by what needs them.
 set -euo pipefail
@@ -34,6 +36,11 @@ packages+=(
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     packages+=(nodejs npm)
 fi
+fi
+# The peers of bench/peers.sh: Go and golang.org/x/time/rate, built from
+# Debian's source package with no module download.
+if [ "${1:-all}" = bench ]; then
+    packages+=(golang-go golang-golang-x-time-dev)
 fi
 
 missing=()

@@ -157,6 +157,23 @@ static void on_signal(uv_poll_t *h, int status, int events)
     }
 }
 
+/* Requests may carry their own limits (upstream's default): said aloud
+ * when a listener that takes them is reachable beyond this machine. */
+static void warn_open_overrides(const server *s)
+{
+    if (!s->opt.allow_request_overrides)
+        return;
+    const char *addrs[] = {s->opt.http, s->opt.grpc};
+    for (size_t i = 0; i < 2; i++) {
+        if (!addrs[i][0] || serve_on_loopback(addrs[i]))
+            continue;
+        dlog(WEIR_LOG_WARN, "request_overrides_allowed", "listener", addrs[i], "detail",
+             "any client reaching this address can set its own limit in a request; "
+             "--allow-request-overrides false refuses that (docs/OPERATIONS.md)",
+             NULL);
+    }
+}
+
 static void on_rules_changed(rules_watch *w)
 {
     main_loop *m = w->data;
@@ -306,7 +323,8 @@ static int start(server *s)
             return 1;
         }
     }
-    weir_engine_options eo = {sizeof(eo), s->store, s->fallback, (uint32_t)s->opt.instances};
+    weir_engine_options eo = {sizeof(eo), s->store, s->fallback, (uint32_t)s->opt.instances,
+                              !s->opt.allow_request_overrides};
     server_rules_counts counts = server_count_rules(rules);
     if (!server_set_rules_text(s, rules) ||
         weir_engine_new(s->ctx, &eo, rules, &s->engine) != WEIR_OK) {
@@ -344,6 +362,7 @@ static int start(server *s)
     const char *resp = url_of(s, &resp_proto);
     dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "resp", resp, "threads", threads,
          "store", store_shown, "version", weir_version(), NULL);
+    warn_open_overrides(s);
     if (strcmp(http, "off") != 0) {
         printf("weir %s: serving %s\n"
                "  check:   curl -si '%s/v1/check?domain=DOMAIN&KEY=VALUE' (docs/API.md)\n"

@@ -257,6 +257,12 @@ void metrics_connection_rejected(metrics_shard *s, metrics_proto proto)
     atomic_fetch_add_explicit(&s->rejected[proto], 1, memory_order_relaxed);
 }
 
+void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why)
+{
+    if ((unsigned)why < METRICS_REFUSALS)
+        atomic_fetch_add_explicit(&s->refused[proto][why], 1, memory_order_relaxed);
+}
+
 void metrics_reload(metrics *m, bool ok)
 {
     atomic_fetch_add_explicit(ok ? &m->reload_ok : &m->reload_failed, 1, memory_order_relaxed);
@@ -473,6 +479,32 @@ static void render_connections(metrics *m, weir_buf *b)
                         proto_names[p], (unsigned long long)rej[p]);
 }
 
+/* Refusals by reason, named after weir_refusal_code in lower case. */
+static void render_refusals(metrics *m, weir_buf *b)
+{
+    static const char *const names[METRICS_REFUSALS] = {
+#define REFUSAL_NAME(name, num, text) [num] = #name,
+        WEIR_REFUSAL_MAP(REFUSAL_NAME)
+#undef REFUSAL_NAME
+    };
+    metrics_header(b, "weir_requests_refused_total", "counter",
+                   "Requests the engine refused (HTTP 400/403, gRPC INVALID_ARGUMENT/"
+                   "PERMISSION_DENIED), by protocol and reason.");
+    for (int p = 0; p < PROTO_N; p++)
+        for (unsigned r = 1; r < METRICS_REFUSALS; r++) {
+            uint64_t v = 0;
+            for (unsigned i = 0; i < m->n_shards; i++)
+                v += atomic_load_explicit(&m->shards[i].refused[p][r], memory_order_relaxed);
+            if (!v || !names[r])
+                continue;
+            weir_buf_printf(b, "weir_requests_refused_total{protocol=\"%s\",reason=\"",
+                            proto_names[p]);
+            for (const char *c = names[r]; *c; c++)
+                weir_buf_putc(b, (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c));
+            weir_buf_printf(b, "\"} %llu\n", (unsigned long long)v);
+        }
+}
+
 /* The Redis store's state and counters, when the store is one. */
 static void render_redis(weir_store *store, weir_buf *b)
 {
@@ -529,6 +561,7 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
     render_latency(m, b);
     render_http(m, b);
     render_connections(m, b);
+    render_refusals(m, b);
     uint64_t ok = atomic_load_explicit(&m->reload_ok, memory_order_relaxed);
     uint64_t failed = atomic_load_explicit(&m->reload_failed, memory_order_relaxed);
     metrics_header(b, "weir_rules_reloads_total", "counter", "Rule loads by result.");

@@ -20,6 +20,8 @@
 /* Latency buckets and HTTP status codes counted (metrics.c's tables). */
 #define METRICS_N_BUCKETS 10u
 #define METRICS_N_CODES 13u
+/* weir_refusal_code values counted (0 .. WEIR_REFUSAL_OVERRIDE_REFUSED) */
+#define METRICS_REFUSALS 13u
 
 /* Outcomes of weir's own series, and a failure mode's decisions. */
 enum { RES_ALLOWED, RES_DENIED, RES_SHADOW, RES_FAILURE, RES_N };
@@ -69,6 +71,8 @@ struct metrics_shard {
     _Atomic int64_t connections[PROTO_N];
     _Atomic uint64_t accepted[PROTO_N];
     _Atomic uint64_t rejected[PROTO_N];
+    /* requests the engine refused, by weir_refusal_code */
+    _Atomic uint64_t refused[PROTO_N][METRICS_REFUSALS];
 };
 
 struct metrics {

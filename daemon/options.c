@@ -162,6 +162,10 @@ static const option options[] = {
      "RateLimit-Limit,RateLimit-Remaining,RateLimit-Reset", K_UPNAMES, AT(headers),
      "names of the upstream family's fields (upstream's LIMIT_LIMIT_HEADER, "
      "LIMIT_REMAINING_HEADER, LIMIT_RESET_HEADER)"},
+    {"allow-request-overrides", "WEIR_ALLOW_REQUEST_OVERRIDES", "BOOL", "true", K_BOOL,
+     AT(allow_request_overrides),
+     "take a descriptor's limit from the request (Envoy's RateLimitDescriptor.limit, as "
+     "upstream does); false refuses such requests (HTTP 403, gRPC PERMISSION_DENIED)"},
     {"check-deny-status", "WEIR_CHECK_DENY_STATUS", "STATUS", "429", K_COUNT, AT(check_deny_status),
      "GET /v1/check: the status of a denial (403 lets nginx's auth_request take it without "
      "logging an error; the example turns it back into 429)"},
@@ -466,7 +470,7 @@ static const option *find(const char *flag, size_t n)
 /* Whether HOST:PORT names only this machine: an address in 127.0.0.0/8,
  * ::1, or localhost (an empty host is every interface; any other name
  * may resolve anywhere). */
-static bool on_loopback(const char *addr)
+bool serve_on_loopback(const char *addr)
 {
     const char *colon = strrchr(addr, ':');
     size_t n = colon ? (size_t)(colon - addr) : strlen(addr);
@@ -636,7 +640,7 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->config_xds && !xds_options_valid(o, err))
         return 2;
-    if (o->resp[0] && !o->resp_password[0] && !on_loopback(o->resp)) {
+    if (o->resp[0] && !o->resp_password[0] && !serve_on_loopback(o->resp)) {
         fprintf(err,
                 "weir serve: --resp %s: not a loopback address, and no --resp-password: "
                 "anyone who reaches it could spend or reset any counter (set a password, which "

@@ -52,6 +52,7 @@ typedef struct serve_options {
     bool health_needs_rules; /* unhealthy until rules with a domain are in force */
     bool shadow_mode;        /* every descriptor in shadow mode (upstream's SHADOW_MODE) */
     bool watch;
+    bool allow_request_overrides; /* false: the engine refuses them */
     uint64_t max_connections;
     uint64_t max_header_bytes;
     uint64_t max_body_bytes;
@@ -110,6 +111,10 @@ bool serve_options_set(serve_options *o, const char *flag, const char *value);
  * Returns false after printing to @err a variable it cannot take.
  */
 bool serve_options_upstream(serve_options *o, FILE *err);
+
+/** Whether HOST:PORT names only this machine: an address in 127.0.0.0/8,
+ *  ::1, or localhost (an empty host is every interface). */
+bool serve_on_loopback(const char *addr);
 
 /** Write --help. */
 void serve_options_usage(FILE *f);

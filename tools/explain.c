@@ -189,7 +189,7 @@ static int run(const explain_args *a, weir_ctx *ctx, weir_rules *rules, const we
         fprintf(stderr, "weir explain: out of memory\n");
         return 1;
     }
-    weir_engine_options eo = {sizeof(eo), store, NULL, 1};
+    weir_engine_options eo = {.size = sizeof(eo), .store = store, .instances = 1};
     int rc = 1;
     if (weir_engine_new(ctx, &eo, rules, &engine) != WEIR_OK) {
         weir_rules_free(rules);

@@ -153,8 +153,12 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
         return;
     }
     char msg[192];
+    metrics_refused(w->metrics, PROTO_GRPC, why.code);
     weir_refusal_text(why, msg, sizeof(msg));
-    answer(s, WEIR_GRPC_INVALID_ARGUMENT, msg, NULL);
+    answer(s,
+           why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? WEIR_GRPC_PERMISSION_DENIED
+                                                     : WEIR_GRPC_INVALID_ARGUMENT,
+           msg, NULL);
 }
 
 /* ------------------------------------------------------------ health */

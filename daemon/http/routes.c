@@ -155,8 +155,9 @@ static int refusal(worker *w, weir_status st, char *msg, size_t cap)
         snprintf(msg, cap, "out of memory");
         return 503;
     }
+    metrics_refused(w->metrics, PROTO_HTTP, why.code);
     weir_refusal_text(why, msg, cap);
-    return 400;
+    return why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? 403 : 400;
 }
 
 /* Decides @req, answering @a through @ops. Returns 0, or the HTTP status

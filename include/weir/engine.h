@@ -58,6 +58,11 @@ typedef struct weir_engine_options {
      *  divided by this (at least 1 request), unless its rule gives a
      *  local_share. 0 = 1. */
     uint32_t instances;
+    /** Since 0.2. Refuse requests that override a descriptor's limit
+     *  (Envoy's RateLimitDescriptor.limit, weir's "limit"):
+     *  WEIR_REFUSAL_OVERRIDE_REFUSED. For callers that must not choose
+     *  their own limits. */
+    bool refuse_overrides;
 } weir_engine_options;
 
 /** One `key=value` entry of a request descriptor (bytes, not necessarily
@@ -445,7 +450,8 @@ WEIR_API weir_status weir_engine_explain(weir_engine_reader *reader, const weir_
     X(VALUES_TOO_LONG, 9,                                                                        \
       " has values too long for a counter key (4096 bytes with the rule's path)")                \
     X(BAD_OVERRIDE, 10, ".limit is out of the range its limit's algorithm takes")                \
-    X(NO_MEMORY, 11, "out of memory")
+    X(NO_MEMORY, 11, "out of memory")                                                            \
+    X(OVERRIDE_REFUSED, 12, ".limit: this service does not take limits from requests")
 
 typedef enum weir_refusal_code {
 #define WEIR_REFUSAL_ENUM(name, num, text) WEIR_REFUSAL_##name = num,

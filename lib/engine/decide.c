@@ -175,6 +175,8 @@ static weir_status check_descriptor(weir_engine_reader *rd, const weir_descripto
         if ((!en->key && en->key_len) || (!en->value && en->value_len))
             return refuse(rd, WEIR_REFUSAL_MISSING_BYTES, at);
     }
+    if (d->limit && rd->engine->refuse_overrides)
+        return refuse(rd, WEIR_REFUSAL_OVERRIDE_REFUSED, at);
     if (d->limit && unit_us(d->limit->unit) == 0)
         return refuse(rd, WEIR_REFUSAL_UNKNOWN_UNIT, at);
     return WEIR_OK;

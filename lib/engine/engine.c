@@ -60,6 +60,7 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
     e->prefetch = opts->store->ops->prefetch;
     e->run_planned = e->inline_store ? opts->store->ops->run_planned : NULL;
     e->fallback = o.fallback;
+    e->refuse_overrides = o.refuse_overrides;
     e->local_share_ppm = 1000000u / (o.instances ? o.instances : 1u);
     if (e->local_share_ppm == 0)
         e->local_share_ppm = 1;

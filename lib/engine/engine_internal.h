@@ -23,6 +23,7 @@ struct weir_engine {
      * default share of a limit (1/instances) in millionths */
     weir_store *fallback;
     uint32_t local_share_ppm;
+    bool refuse_overrides; /* weir_engine_options.refuse_overrides */
     void (*prefetch)(weir_store *s, const void *key);
     weir_status (*run_planned)(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
     weir__snap *snap;

@@ -190,6 +190,19 @@ def test_decision_fields_unlimited_unmatched_and_override(weir):
     assert weir.check("test", {"tb": "ov"}).header("RateLimit") == '"test.tb";r=1;t=1800'
 
 
+def test_limit_overrides_refused(weir_factory):
+    weir = weir_factory(RULES, "--allow-request-overrides", "false")
+    r = weir.check("test", {"entries": [{"key": "tb", "value": "ov"}],
+                            "limit": {"requests_per_unit": 7000, "unit": "minute"}})
+    assert r.status == 403, r
+    assert r.json()["detail"] == ("descriptors[0].limit: this service does not take limits "
+                                  "from requests")
+    assert weir.check("test", {"tb": "ov"}).status == 200
+    assert weir.metric("weir_requests_refused_total", protocol="http",
+                       reason="override_refused") == 1
+    assert weir.count_log(r"event=request_overrides_allowed") == 0
+
+
 def test_ban_is_never_admitted(weir):
     r = weir.check("test", {"ban": "x"})
     assert r.status == 429

@@ -257,6 +257,20 @@ def test_limit_override(start):
     assert c.check("test", {"tb": "ov"}).overall_code == OK
 
 
+def test_limit_overrides_refused(start):
+    """--allow-request-overrides false: a request that brings its own limit
+    is PERMISSION_DENIED and counted; the others are decided."""
+    w, c = start("--allow-request-overrides", "false")
+    e = c.error("test", {"tb": "a"}, ({"tb": "ov"}, {"limit": (1000, MINUTE)}))
+    assert e.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert e.details() == "descriptors[1].limit: this service does not take limits from requests"
+    assert c.check("test", {"tb": "a"}).statuses[0].limit_remaining == 4  # nothing charged before
+    assert w.metric("weir_requests_refused_total", protocol="grpc",
+                    reason="override_refused") == 1
+    # listeners on loopback: no warning about overrides either way
+    assert w.count_log(r"event=request_overrides_allowed") == 0
+
+
 def test_limit_override_without_a_rule(start):
     """As upstream: a descriptor's own limit applies even when no rule
     matches it, as long as the domain exists; upstream's fixed window."""

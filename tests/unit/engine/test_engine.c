@@ -261,6 +261,45 @@ static void unmatched_unknown_and_errors(void **unused)
     close_world(&w);
 }
 
+/* weir_engine_options.refuse_overrides: a request that gives its own
+ * limit is refused, with or without a rule for it; the others decide. */
+static void overrides_refused(void **unused)
+{
+    (void)unused;
+    world w;
+    assert_int_equal(weir_ctx_new(NULL, &w.ctx), WEIR_OK);
+    assert_int_equal(weir_memstore_new(w.ctx, NULL, &w.store), WEIR_OK);
+    weir_engine_options eo = {.size = sizeof(eo), .store = w.store, .refuse_overrides = true};
+    assert_int_equal(weir_engine_new(w.ctx, &eo, test_rules_parse(w.ctx, two_limits), &w.engine),
+                     WEIR_OK);
+    assert_int_equal(weir_engine_reader_new(w.engine, &w.reader), WEIR_OK);
+    weir_entry path[] = {E("path", "/login")}, other[] = {E("path", "/other")};
+    weir_limit_override mine = {1000, WEIR_UNIT_SECOND};
+    weir_descriptor ds[2] = {{path, 1, false, 0, NULL}, {other, 1, false, 0, &mine}};
+    weir_descriptor_status st[2];
+    outcome o = {0};
+    weir_request req = {"api", 3, ds, 2, 0};
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_EINVAL);
+    weir_refusal why = weir_engine_refusal(w.reader);
+    assert_int_equal(why.code, WEIR_REFUSAL_OVERRIDE_REFUSED);
+    char text[160];
+    weir_refusal_text(why, text, sizeof(text));
+    assert_string_equal(text, "descriptors[1].limit: this service does not take limits from "
+                              "requests");
+    ds[0].limit = &mine; /* on a descriptor a rule matches, too */
+    ds[1].limit = NULL;
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_EINVAL);
+    assert_int_equal(weir_engine_refusal(w.reader).descriptor, 0);
+    assert_int_equal(o.calls, 0);
+    ds[0].limit = NULL;
+    assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+    assert_int_equal(o.calls, 1);
+    weir_engine_reader_free(w.reader);
+    weir_engine_free(w.engine);
+    weir_store_free(w.store);
+    weir_ctx_free(w.ctx);
+}
+
 /* A descriptor that matches no rule but gives a limit of its own is
  * limited by it, as upstream does (the domain must exist): a fixed window,
  * reported as the domain's "override" limit, a counter per descriptor
@@ -892,7 +931,8 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
     weir_store *fallback;
     assert_int_equal(weir_memstore_new(w.ctx, NULL, &fallback), WEIR_OK);
     weir_engine *e;
-    weir_engine_options o = {sizeof(o), w.store, fallback, 2};
+    weir_engine_options o = {
+        .size = sizeof(o), .store = w.store, .fallback = fallback, .instances = 2};
     assert_int_equal(weir_engine_new(w.ctx, &o, test_rules_parse(w.ctx, rules), &e), WEIR_OK);
     weir_engine_reader_free(w.reader);
     weir_engine_free(w.engine);
@@ -943,7 +983,8 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
     close_world(&w);
     /* a fallback must complete inline */
     open_world(&w, rules);
-    weir_engine_options bad = {sizeof(bad), w.store, w.store, 1};
+    weir_engine_options bad = {
+        .size = sizeof(bad), .store = w.store, .fallback = w.store, .instances = 1};
     weir_rules *kept = test_rules_parse(w.ctx, rules);
     assert_int_equal(weir_engine_new(w.ctx, &bad, kept, &e), WEIR_EINVAL);
     weir_rules_free(kept);
@@ -994,6 +1035,7 @@ int main(void)
         cmocka_unit_test(local_failure_mode_decides_on_the_fallback),
         cmocka_unit_test(hits_at_both_levels),
         cmocka_unit_test(unmatched_unknown_and_errors),
+        cmocka_unit_test(overrides_refused),
         cmocka_unit_test(override_without_a_rule),
         cmocka_unit_test(bad_descriptor_after_good_ones_charges_nothing),
         cmocka_unit_test(outcomes_of_every_limit),

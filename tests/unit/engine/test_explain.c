@@ -51,7 +51,7 @@ static void open_world(world *w, const char *yaml)
 {
     assert_int_equal(weir_ctx_new(NULL, &w->ctx), WEIR_OK);
     assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->store), WEIR_OK);
-    weir_engine_options eo = {sizeof(eo), w->store, NULL, 1};
+    weir_engine_options eo = {.size = sizeof(eo), .store = w->store, .instances = 1};
     assert_int_equal(weir_engine_new(w->ctx, &eo, test_rules_parse(w->ctx, yaml), &w->engine),
                      WEIR_OK);
     assert_int_equal(weir_engine_reader_new(w->engine, &w->reader), WEIR_OK);

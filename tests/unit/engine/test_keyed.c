@@ -60,7 +60,8 @@ static void open_world(world *w, const weir_deferred_options *o, uint32_t instan
         assert_int_equal(weir_deferred_store_new(w->ctx, mem, o, &w->store), WEIR_OK);
         assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->fallback), WEIR_OK);
     }
-    weir_engine_options eo = {sizeof(eo), w->store, w->fallback, instances};
+    weir_engine_options eo = {
+        .size = sizeof(eo), .store = w->store, .fallback = w->fallback, .instances = instances};
     const char *rules = "domain: api\n"
                         "descriptors:\n"
                         "  - key: user\n"
@@ -396,7 +397,7 @@ static void leases_taken_and_given_back(void **unused)
                         "  - key: conn\n"
                         "    rate_limit: {unit: minute, requests_per_unit: 2, "
                         "algorithm: concurrency}\n";
-    weir_engine_options eo = {sizeof(eo), w.store, NULL, 1};
+    weir_engine_options eo = {.size = sizeof(eo), .store = w.store, .instances = 1};
     assert_int_equal(weir_engine_new(w.ctx, &eo, test_rules_parse(w.ctx, rules), &w.engine),
                      WEIR_OK);
     assert_int_equal(weir_engine_reader_new(w.engine, &w.reader), WEIR_OK);

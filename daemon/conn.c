@@ -117,6 +117,56 @@ static void *conn_alloc(worker *w, size_t size)
 
 /* ------------------------------------------------------------ life */
 
+/* Idle connections looked at, from the end of the list, for one to close
+ * at --max-connections: the work an accept may do is bounded. */
+#define EVICT_SCAN 256u
+
+static void unlink_conn(conn *c)
+{
+    worker *w = c->w;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        w->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    else
+        w->conns_tail = c->prev;
+    c->prev = c->next = NULL;
+}
+
+static void push_front(conn *c)
+{
+    worker *w = c->w;
+    c->prev = NULL;
+    c->next = w->conns;
+    if (w->conns)
+        w->conns->prev = c;
+    else
+        w->conns_tail = c;
+    w->conns = c;
+}
+
+void conn_touch(conn *c)
+{
+    if (!c->closed && c->w->conns != c) {
+        unlink_conn(c);
+        push_front(c);
+    }
+}
+
+/* The connection of @w idle longest (not @except), or NULL. */
+static conn *idle_victim(worker *w, const conn *except)
+{
+    unsigned seen = 0;
+    for (conn *v = w->conns_tail; v && seen < EVICT_SCAN; v = v->prev, seen++) {
+        if (v != except && !v->lingering && v->calls == 0 && v->l->proto->idle &&
+            v->l->proto->idle(v))
+            return v;
+    }
+    return NULL;
+}
+
 conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
 {
     worker *w = l->w;
@@ -141,14 +191,20 @@ conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
     c->timer.data = c;
     c->open_handles = 2;
     /* linked first, so that every later failure can use conn_close() */
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    push_front(c);
     metrics_connection(w->metrics, l->proto->metric, +1);
     int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
-    if ((uint64_t)open > srv->opt.max_connections ||
-        atomic_load_explicit(&srv->closing, memory_order_relaxed)) {
+    bool closing = atomic_load_explicit(&srv->closing, memory_order_relaxed);
+    if ((uint64_t)open > srv->opt.max_connections && !closing) {
+        conn *v = idle_victim(w, c);
+        if (v) {
+            /* a client in use beats one that only holds a socket */
+            metrics_connection_evicted(w->metrics, v->l->proto->metric);
+            conn_close(v);
+            return c;
+        }
+    }
+    if ((uint64_t)open > srv->opt.max_connections || closing) {
         metrics_connection_rejected(w->metrics, l->proto->metric);
         conn_close(c);
         return NULL;
@@ -162,12 +218,7 @@ void conn_close(conn *c)
         return;
     c->closed = true;
     worker *w = c->w;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
+    unlink_conn(c);
     atomic_fetch_sub(&w->srv->connections, 1);
     metrics_connection(w->metrics, c->l->proto->metric, -1);
     if (!w->conns && atomic_load(&w->srv->closing))

@@ -46,14 +46,22 @@ struct conn {
 /**
  * conn_accept() - accept the connection waiting on @l into a zeroed block
  * of @size bytes that starts with a conn, put it on the worker's list and
- * count it. Returns NULL when it was not taken: no memory (the connection
- * is accepted and closed at once, so the listener goes on), accept failed,
- * over --max-connections or the server is closing (closed at once and
- * counted as rejected). Otherwise the caller sets up its protocol and
+ * count it. At --max-connections, the worker's connection idle longest
+ * (between requests, the least lately active) is closed to make room, as
+ * nginx reuses keep-alive connections (counted in
+ * weir_connections_evicted_total). Returns NULL when it was not taken: no
+ * memory (the connection is accepted and closed at once, so the listener
+ * goes on), accept failed, over --max-connections with no idle connection
+ * on this worker, or the server is closing (closed at once and counted as
+ * rejected). Otherwise the caller sets up its protocol and
  * starts reading; on failure it calls conn_close(), which calls @free_fn
  * in time.
  */
 conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn);
+
+/** @c received bytes: it goes to the front of the worker's list, which
+ *  keeps the connections active least lately at its end. */
+void conn_touch(conn *c);
 
 /** Close at once: off the worker's list, uncounted, both handles closed
  *  (free_fn runs when they are and no call is left). A no-op when already

@@ -257,6 +257,11 @@ void metrics_connection_rejected(metrics_shard *s, metrics_proto proto)
     atomic_fetch_add_explicit(&s->rejected[proto], 1, memory_order_relaxed);
 }
 
+void metrics_connection_evicted(metrics_shard *s, metrics_proto proto)
+{
+    atomic_fetch_add_explicit(&s->evicted[proto], 1, memory_order_relaxed);
+}
+
 void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why)
 {
     if ((unsigned)why < METRICS_REFUSALS)
@@ -456,12 +461,13 @@ static void render_http(metrics *m, weir_buf *b)
 static void render_connections(metrics *m, weir_buf *b)
 {
     int64_t open[PROTO_N] = {0};
-    uint64_t acc[PROTO_N] = {0}, rej[PROTO_N] = {0};
+    uint64_t acc[PROTO_N] = {0}, rej[PROTO_N] = {0}, ev[PROTO_N] = {0};
     for (unsigned i = 0; i < m->n_shards; i++)
         for (int p = 0; p < PROTO_N; p++) {
             open[p] += atomic_load_explicit(&m->shards[i].connections[p], memory_order_relaxed);
             acc[p] += atomic_load_explicit(&m->shards[i].accepted[p], memory_order_relaxed);
             rej[p] += atomic_load_explicit(&m->shards[i].rejected[p], memory_order_relaxed);
+            ev[p] += atomic_load_explicit(&m->shards[i].evicted[p], memory_order_relaxed);
         }
     metrics_header(b, "weir_connections", "gauge", "Open client connections by protocol.");
     for (int p = 0; p < PROTO_N; p++)
@@ -477,6 +483,11 @@ static void render_connections(metrics *m, weir_buf *b)
     for (int p = 0; p < PROTO_N; p++)
         weir_buf_printf(b, "weir_connections_rejected_total{protocol=\"%s\"} %llu\n",
                         proto_names[p], (unsigned long long)rej[p]);
+    metrics_header(b, "weir_connections_evicted_total", "counter",
+                   "Idle connections closed to admit a new one at --max-connections.");
+    for (int p = 0; p < PROTO_N; p++)
+        weir_buf_printf(b, "weir_connections_evicted_total{protocol=\"%s\"} %llu\n", proto_names[p],
+                        (unsigned long long)ev[p]);
 }
 
 /* Refusals by reason, named after weir_refusal_code in lower case. */

@@ -38,6 +38,8 @@ void metrics_decision(metrics_shard *s, const weir_request *req,
 void metrics_request(metrics_shard *s, metrics_proto proto, int64_t ns, size_t route, int status);
 void metrics_connection(metrics_shard *s, metrics_proto proto, int delta);
 void metrics_connection_rejected(metrics_shard *s, metrics_proto proto);
+/** An idle connection closed to admit a new one at --max-connections. */
+void metrics_connection_evicted(metrics_shard *s, metrics_proto proto);
 /** A request the engine refused (weir_engine_refusal()), by its reason. */
 void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why);
 void metrics_reload(metrics *m, bool ok);

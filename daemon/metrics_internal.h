@@ -71,6 +71,7 @@ struct metrics_shard {
     _Atomic int64_t connections[PROTO_N];
     _Atomic uint64_t accepted[PROTO_N];
     _Atomic uint64_t rejected[PROTO_N];
+    _Atomic uint64_t evicted[PROTO_N];
     /* requests the engine refused, by weir_refusal_code */
     _Atomic uint64_t refused[PROTO_N][METRICS_REFUSALS];
 };

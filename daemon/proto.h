@@ -8,6 +8,8 @@
 #ifndef WEIR_DAEMON_PROTO_H
 #define WEIR_DAEMON_PROTO_H
 
+#include <stdbool.h>
+
 #include "metrics.h"
 
 struct listener;
@@ -31,6 +33,10 @@ typedef struct proto {
     /** An answer became ready outside the connection's own callbacks (a
      *  decision that completed later): send it. */
     void (*kick)(struct conn *c);
+    /** Whether @c is between requests: nothing begun, nothing to answer
+     *  or send; such a connection may be closed to admit a new one at
+     *  --max-connections. */
+    bool (*idle)(const struct conn *c);
 } proto;
 
 #endif /* WEIR_DAEMON_PROTO_H */

@@ -51,7 +51,9 @@ typedef struct worker {
     char *rbuf;           /* reads land here; a connection keeps what it
                              cannot handle yet in memory of its own */
     size_t rbuf_cap;
-    struct conn *conns;    /* every open connection, for draining */
+    /* every open connection, the one active most lately first (for
+     * draining, and for the idle one closed at --max-connections) */
+    struct conn *conns, *conns_tail;
     bool stopping;         /* closing everything */
     char date[40];         /* "Date: ...\r\n", refreshed by tick */
     uint64_t rng;          /* Retry-After jitter */

@@ -35,6 +35,7 @@ typedef struct grpc_conn {
     bool ending;          /* no more input: send what is left, then finish */
     bool paused;          /* reading stopped until the stuck write completes */
     bool in_recv;         /* inside weir_grpc_h2_recv(): the codec sends after */
+    bool heard;           /* a byte came: until then --request-timeout, not idle */
     int64_t paused_ns;
 } grpc_conn;
 
@@ -75,6 +76,17 @@ static void finish(grpc_conn *c)
 
 /* ------------------------------------------------------------ the timer */
 
+/* How long the connection may stay silent: --idle-timeout, or
+ * --request-timeout when it is shorter and nothing came yet (a socket
+ * that sent nothing holds one of --max-connections for nothing). */
+static int64_t idle_wait_ns(const grpc_conn *c, const serve_options *o)
+{
+    int64_t ms = o->idle_timeout_ms;
+    if (!c->heard && o->request_timeout_ms < ms)
+        ms = o->request_timeout_ms;
+    return ms_to_ns(ms);
+}
+
 /* Arms the timer for the first thing due: a request's deadline, the
  * graceful GOAWAY's round trip, the idle timeout, or a stuck client. Each
  * is in the future once handled, so the timer never spins. */
@@ -92,7 +104,7 @@ static void rearm(grpc_conn *c, int64_t now)
             due = c->drain_ns + ms_to_ns(GOAWAY_RTT_MS);
         /* requests still arriving have their own deadlines */
         if (!weir_grpc_h2_incomplete_streams(c->h2)) {
-            int64_t idle = c->last_read_ns + ms_to_ns(o->idle_timeout_ms);
+            int64_t idle = c->last_read_ns + idle_wait_ns(c, o);
             if (idle < due)
                 due = idle;
         }
@@ -126,7 +138,7 @@ static void on_timer(uv_timer_t *t)
         if (c->drain_ns && !c->final_sent && now >= c->drain_ns + ms_to_ns(GOAWAY_RTT_MS))
             final_goaway(c);
         if (!weir_grpc_h2_incomplete_streams(c->h2) &&
-            now >= c->last_read_ns + ms_to_ns(o->idle_timeout_ms)) {
+            now >= c->last_read_ns + idle_wait_ns(c, o)) {
             /* Nothing heard for that long. With no call open, a GOAWAY ends
              * the connection cleanly; answers the client will not take (its
              * flow control window closed), or a GOAWAY it ignored, end it
@@ -196,6 +208,8 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
         return;
     int64_t now = now_ns();
     c->last_read_ns = now;
+    c->heard = true;
+    conn_touch(&c->base);
     c->in_recv = true;
     bool ok = weir_grpc_h2_recv(c->h2, (const uint8_t *)buf->base, (size_t)nread, now);
     c->in_recv = false;
@@ -226,6 +240,13 @@ static void grpc_kick(conn *base)
         return; /* on_read sends what the codec has once recv returns */
     pump(c);
     rearm(c, now_ns());
+}
+
+static bool grpc_idle(const conn *base)
+{
+    const grpc_conn *c = (const grpc_conn *)base;
+    return !c->ending && !c->drain_ns && !c->paused && !c->wr.writing &&
+           !conn_writer_queued(&c->wr) && weir_grpc_h2_open_streams(c->h2) == 0;
 }
 
 static void grpc_drain(conn *base)
@@ -286,5 +307,6 @@ const proto grpc_proto = {
     .worker_free = grpc_worker_free,
     .accept = grpc_accept,
     .drain = grpc_drain,
+    .idle = grpc_idle,
     .kick = grpc_kick,
 };

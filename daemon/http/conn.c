@@ -218,6 +218,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
+    conn_touch(&c->base);
     process(c, buf->base, (size_t)nread);
     if (c->base.closed)
         return;
@@ -251,6 +252,13 @@ static void http_kick(conn *base)
     replies_kick(&((http_conn *)base)->r);
 }
 
+static bool http_idle(const conn *base)
+{
+    const http_conn *c = (const http_conn *)base;
+    return !weir_http1_in_request(c->parser) && !c->stash && !c->r.head && !c->r.wr.writing &&
+           !conn_writer_queued(&c->r.wr);
+}
+
 static void http_drain(conn *base)
 {
     http_conn *c = (http_conn *)base;
@@ -279,7 +287,12 @@ static void http_accept(listener *l)
     }
     c->parser = weir_http1_init(c->parser_mem, &lim, (char *)c->parser_mem + psize, cap);
     uv_tcp_nodelay(&c->base.tcp, 1);
-    arm(c, T_IDLE, srv->opt.idle_timeout_ms);
+    /* a client that connects and sends nothing holds a socket: it gets
+     * --request-timeout for its first byte, not --idle-timeout */
+    int64_t first = srv->opt.request_timeout_ms;
+    if (srv->opt.idle_timeout_ms < first)
+        first = srv->opt.idle_timeout_ms;
+    arm(c, T_IDLE, first);
     uv_read_start((uv_stream_t *)&c->base.tcp, conn_alloc_rbuf, on_read);
 }
 
@@ -301,5 +314,6 @@ const proto http_proto = {
     .worker_free = http_worker_free,
     .accept = http_accept,
     .drain = http_drain,
+    .idle = http_idle,
     .kick = http_kick,
 };

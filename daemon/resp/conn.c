@@ -240,6 +240,7 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
     }
     if (nread == 0)
         return;
+    conn_touch(&c->base);
     process(c, buf->base, (size_t)nread);
     if (c->base.closed)
         return;
@@ -267,6 +268,13 @@ static void on_timer(uv_timer_t *t)
 static void resp_kick(conn *base)
 {
     replies_kick(&((resp_conn *)base)->r);
+}
+
+static bool resp_idle(const conn *base)
+{
+    const resp_conn *c = (const resp_conn *)base;
+    const replies *r = &c->r;
+    return !r->head && c->in.len == 0 && !r->wr.writing && !conn_writer_queued(&r->wr);
 }
 
 static void resp_drain(conn *base)
@@ -325,5 +333,6 @@ const proto resp_proto = {
     .worker_free = resp_worker_free,
     .accept = resp_accept,
     .drain = resp_drain,
+    .idle = resp_idle,
     .kick = resp_kick,
 };

@@ -524,48 +524,76 @@ def test_idle_keep_alive_closed(weir_factory):
     assert_alive(weir)
 
 
-def test_max_connections(weir_factory):
-    # a connection held rather than refused would wait out the request
-    # timeout: 30 s, far past what wait_closed() allows below
-    weir = weir_factory(RULES, "--max-connections", "3", "--request-timeout", "30s")
-    conns = [weir.conn() for _ in range(3)]
+def closed_within(c, seconds):
+    """Whether the server closes @c within @seconds."""
+    t0 = time.monotonic()
     try:
-        for c in conns:  # each is accepted and served
-            assert c.request("GET", "/healthz").status == 200
+        c.wait_closed(seconds)
+    except ConnectionResetError:
+        pass
+    return time.monotonic() - t0 < seconds
+
+
+def test_max_connections_evicts_the_idle_longest(weir_factory):
+    # one worker: connections are counted for the service, and a worker
+    # closes an idle connection of its own to make room
+    weir = weir_factory(RULES, "--max-connections", "3", "--request-timeout", "30s", threads=1)
+    a, b, c = conns = [weir.conn() for _ in range(3)]
+    try:
+        for x in (a, b, c, a):  # b is now the one idle longest
+            assert x.request("GET", "/healthz").status == 200
+        d = weir.conn()
+        conns.append(d)
+        assert d.request("GET", "/healthz").status == 200  # let in
+        assert closed_within(b, 2), "the connection idle longest was not closed"
+        for x in (a, c, d):
+            assert x.request("GET", "/healthz").status == 200
+        assert weir_metric_via(a, "weir_connections_evicted_total") == 1
+        assert weir_metric_via(a, "weir_connections") == 3
+        assert weir_metric_via(a, "weir_connections_rejected_total") == 0
+
+        # none idle (each in the middle of a request): a new one is refused
+        for x in (a, c, d):
+            x.send(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        time.sleep(0.2)
         extra = weir.conn()
-        t0 = time.monotonic()
         try:
             extra.send(get("/healthz"))
         except OSError:
             pass
-        # closed at once, unanswered (within 2 s, where a held connection
-        # would stay open for 30 s)
-        try:
-            extra.wait_closed(2)
-        except ConnectionResetError:
-            pass
-        assert time.monotonic() - t0 < 2
+        # closed at once, unanswered (a held connection would wait 30 s)
+        assert closed_within(extra, 2)
         extra.close()
-        for c in conns:  # the first three still work
-            assert c.request("GET", "/healthz").status == 200
-        assert weir_metric_via(conns[0], "weir_connections_rejected_total") == 1
-        assert weir_metric_via(conns[0], "weir_connections") == 3
-        assert weir_metric_via(conns[0], "weir_connections_accepted_total") == 4
-        # when one closes, a new one is let in again
-        conns.pop().close()
-        deadline = time.monotonic() + 2
-        while True:
-            with weir.conn() as c:
-                try:
-                    if c.request("GET", "/healthz", timeout=1).status == 200:
-                        break
-                except (rawhttp.ConnectionClosed, OSError):
-                    pass
-            assert time.monotonic() < deadline, "no connection accepted after one closed"
-            time.sleep(0.05)
+        for x in (a, c, d):  # each finishes its request
+            x.send(b"\r\n")
+            assert x.read_response().status == 200
+        assert weir_metric_via(a, "weir_connections_rejected_total") == 1
+        assert weir_metric_via(a, "weir_connections_evicted_total") == 1
     finally:
-        for c in conns:
-            c.close()
+        for x in conns:
+            x.close()
+
+
+def test_a_socket_that_sends_nothing_gets_the_request_timeout(weir_factory):
+    """A client that connects and sends nothing holds a connection for
+    --request-timeout (1 s here), not --idle-timeout (60 s): HTTP and gRPC.
+    A connection that was used gets the idle timeout."""
+    weir = weir_factory(RULES, "--request-timeout", "1s", "--idle-timeout", "60s",
+                        "--grpc", "127.0.0.1:0")
+    used = weir.conn()
+    assert used.request("GET", "/healthz").status == 200
+    silent = weir.conn()
+    assert closed_within(silent, 3)
+    silent.close()
+    # gRPC: the server's SETTINGS, then (nothing heard) its GOAWAY, then the end
+    with socket.create_connection(("127.0.0.1", weir.grpc_port), timeout=4) as g:
+        t0 = time.monotonic()
+        while g.recv(4096):
+            pass
+        assert time.monotonic() - t0 < 4
+    time.sleep(0.5)  # well past 1 s since it was used: still open
+    assert used.request("GET", "/healthz").status == 200
+    used.close()
 
 
 def weir_metric_via(conn, name):

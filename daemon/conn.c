@@ -9,6 +9,7 @@
 #include "conn.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "log.h"
 
@@ -190,6 +191,16 @@ conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
     uv_timer_init(&w->loop, &c->timer);
     c->timer.data = c;
     c->open_handles = 2;
+    struct sockaddr_storage sa;
+    int salen = sizeof(sa);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
+        if (sa.ss_family == AF_INET) {
+            memcpy(c->peer.b, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+        } else if (sa.ss_family == AF_INET6) {
+            c->peer.v6 = true;
+            memcpy(c->peer.b, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+        }
+    }
     /* linked first, so that every later failure can use conn_close() */
     push_front(c);
     metrics_connection(w->metrics, l->proto->metric, +1);

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <uv.h>
 
+#include "common/addr.h"
 #include "worker.h"
 
 typedef struct conn conn;
@@ -41,6 +42,7 @@ struct conn {
     bool lingering; /* half-closed, reading what is left */
     bool closed;
     int open_handles;
+    weir_addr peer; /* the client's address (all zero when unknown) */
 };
 
 /**

@@ -26,6 +26,8 @@ typedef enum kind {
     K_ALGO,     /* an algorithm name */
     K_HEADERS,  /* comma list of ietf,legacy,retry-after,upstream | none */
     K_UPNAMES,  /* LIMIT,REMAINING,RESET: the upstream family's names */
+    K_NETS,     /* CIDR,CIDR,... */
+    K_PREFIX,   /* V4,V6: the bits of a client address kept */
     K_CHECK,    /* HEADER=KEY, repeatable; the environment gives a comma list */
     K_CLOCK,    /* redis|local: false for redis */
     K_FAILURE,  /* allow|deny|local */
@@ -169,6 +171,12 @@ static const option options[] = {
     {"check-deny-status", "WEIR_CHECK_DENY_STATUS", "STATUS", "429", K_COUNT, AT(check_deny_status),
      "GET /v1/check: the status of a denial (403 lets nginx's auth_request take it without "
      "logging an error; the example turns it back into 429)"},
+    {"trusted-proxies", "WEIR_TRUSTED_PROXIES", "CIDR,...", "127.0.0.0/8,::1", K_NETS,
+     AT(trusted_proxies),
+     "proxies whose X-Forwarded-For / X-Real-IP is believed (--check-header): the client is "
+     "the first address from the right that is not one of them; \"\" trusts none"},
+    {"address-prefix", "WEIR_ADDRESS_PREFIX", "V4,V6", "32,64", K_PREFIX, AT(address_prefix),
+     "bits of a client address kept in its key: one IPv6 client holds a whole /64"},
     {"check-header", "WEIR_CHECK_HEADERS", "HEADER=KEY", "", K_CHECK, AT(n_check_headers),
      "GET /v1/check: add header HEADER's value as descriptor entry KEY (repeatable)"},
     {"max-connections", "WEIR_MAX_CONNECTIONS", "N", "10000", K_COUNT, AT(max_connections),
@@ -400,6 +408,20 @@ static bool set(serve_options *o, const option *opt, const char *v, bool from_en
         return parse_headers(v, (weir_api_header_opts *)field);
     case K_UPNAMES:
         return parse_upstream_names(v, (weir_api_header_opts *)field);
+    case K_NETS: {
+        char why[128];
+        return weir_nets_parse(v, (weir_nets *)field, why, sizeof(why));
+    }
+    case K_PREFIX: {
+        unsigned *bits = field;
+        uint64_t a, b;
+        if (!parse_u64(v, &a, &rest) || *rest != ',' || !parse_u64(rest + 1, &b, &rest) || *rest ||
+            a > 32 || b > 128)
+            return false;
+        bits[0] = (unsigned)a;
+        bits[1] = (unsigned)b;
+        return true;
+    }
     case K_RATIO:
         return parse_ratio(v, (uint32_t *)field);
     case K_CHECK:
@@ -429,6 +451,10 @@ static const char *examples(const option *opt)
         return " (e.g. " WEIR_SIZE_EXAMPLES ")";
     case K_BOOL:
         return " (true or false)";
+    case K_NETS:
+        return " (e.g. 127.0.0.0/8,10.0.0.0/8,2001:db8::/32)";
+    case K_PREFIX:
+        return " (IPv4 bits 0-32, IPv6 bits 0-128, e.g. 32,64)";
     default:
         return "";
     }

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "api/api.h"
+#include "common/addr.h"
 #include "weir/weir.h"
 
 /** Most --check-header mappings. */
@@ -53,6 +54,8 @@ typedef struct serve_options {
     bool shadow_mode;        /* every descriptor in shadow mode (upstream's SHADOW_MODE) */
     bool watch;
     bool allow_request_overrides; /* false: the engine refuses them */
+    weir_nets trusted_proxies;    /* whose X-Forwarded-For is believed */
+    unsigned address_prefix[2];   /* IPv4, IPv6 bits kept of a client address */
     uint64_t max_connections;
     uint64_t max_header_bytes;
     uint64_t max_body_bytes;

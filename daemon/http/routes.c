@@ -292,11 +292,31 @@ static void check_post(routes_state *rs, http_answer *a, const weir_http1_reques
     decide_decoded(rs, a, explain ? answer_check_explained : answer_check);
 }
 
+/* What GET /v1/check's --check-header entries read: a request header,
+ * and for X-Forwarded-For and X-Real-IP the client's address they lead
+ * to through --trusted-proxies, masked to --address-prefix. */
+typedef struct header_source {
+    const weir_http1_request *req;
+    const conn *c;
+    const serve_options *o;
+    size_t n_addr; /* each --check-header read once: a buffer each */
+    char addr[SERVE_MAX_CHECK_HEADERS][WEIR_ADDR_TEXT_BYTES];
+} header_source;
+
 static const char *find_header(void *arg, const char *name, size_t *len)
 {
-    weir_http1_str v = weir_http1_header_get(arg, name);
+    header_source *hs = arg;
+    weir_http1_str v = weir_http1_header_get(hs->req, name);
     *len = v.n;
-    return v.p;
+    if (!v.p || (strcasecmp(name, "X-Forwarded-For") != 0 && strcasecmp(name, "X-Real-IP") != 0))
+        return v.p;
+    const serve_options *o = hs->o;
+    if (hs->n_addr == SERVE_MAX_CHECK_HEADERS)
+        return NULL;
+    char *out = hs->addr[hs->n_addr++];
+    weir_addr client = weir_addr_client(&hs->c->peer, v.p, v.n, &o->trusted_proxies);
+    *len = weir_addr_key(&client, o->address_prefix[0], o->address_prefix[1], out);
+    return out;
 }
 
 static void answer_check_get(http_answer *a, const weir_request *req, const weir_api_decision *dec,
@@ -320,8 +340,9 @@ static void check_get(routes_state *rs, http_answer *a, const weir_http1_request
 {
     const serve_options *o = rs->opt;
     weir_api_error err;
+    header_source hs = {req, a->conn, o, 0, {{0}}};
     if (!weir_api_decode_query(rs->decoder, req->query.p, req->query.n, o->check_headers,
-                               o->n_check_headers, find_header, (void *)req, &err)) {
+                               o->n_check_headers, find_header, &hs, &err)) {
         http_answer_problem(a, err.status, err.message);
         return;
     }

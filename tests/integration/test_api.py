@@ -203,6 +203,52 @@ def test_limit_overrides_refused(weir_factory):
     assert weir.count_log(r"event=request_overrides_allowed") == 0
 
 
+XFF_RULES = """\
+domain: api
+descriptors:
+  - key: remote_address
+    rate_limit: {unit: hour, requests_per_unit: 2, algorithm: token_bucket}
+"""
+
+
+def test_client_address_through_trusted_proxies(weir_factory):
+    """--check-header X-Forwarded-For=remote_address takes the client's
+    address from the right, past --trusted-proxies: what a client writes on
+    the left cannot buy it a fresh quota; IPv6 counts per /64."""
+    weir = weir_factory(XFF_RULES, "--check-header", "X-Forwarded-For=remote_address",
+                        "--trusted-proxies", "127.0.0.0/8,10.0.0.0/8")
+
+    def get(xff):
+        return weir.get("/v1/check?domain=api", headers={"X-Forwarded-For": xff})
+
+    assert get("203.0.113.9, 10.0.0.1").status == 200
+    assert get("1.1.1.1, 203.0.113.9, 10.0.0.2").status == 200
+    r = get("2.2.2.2, 203.0.113.9")  # a third from the same client, whatever it wrote
+    assert r.status == 429
+    assert r.json()["rule"]["path"] == "remote_address"
+    # another client behind the same proxies has its own quota
+    assert get("198.51.100.4, 10.0.0.1").status == 200
+    # two addresses of one IPv6 /64 share one
+    assert get("2001:db8:1:2::5").status == 200
+    assert get("2001:db8:1:2::6").status == 200
+    assert get("2001:db8:1:2:ffff::1").status == 429
+    assert get("2001:db8:1:3::1").status == 200
+
+
+def test_client_address_from_an_untrusted_peer(weir_factory):
+    """When the connection does not come from a trusted proxy, its header is
+    ignored: the connection's own address is the client."""
+    weir = weir_factory(XFF_RULES, "--check-header", "X-Forwarded-For=remote_address",
+                        "--trusted-proxies", "", "--address-prefix", "24,64")
+    for xff in ("203.0.113.1", "203.0.113.2"):
+        assert weir.get("/v1/check?domain=api", headers={"X-Forwarded-For": xff}).status == 200
+    r = weir.get("/v1/check?domain=api", headers={"X-Forwarded-For": "203.0.113.3"})
+    assert r.status == 429  # all three were 127.0.0.0/24
+    r = weir.post("/v1/check?explain=1", {"domain": "api", "descriptors": [
+        {"entries": [{"key": "remote_address", "value": "127.0.0.0/24"}], "hits": 0}]})
+    assert r.json()["statuses"][0]["remaining"] == 0
+
+
 def test_ban_is_never_admitted(weir):
     r = weir.check("test", {"ban": "x"})
     assert r.status == 429

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-rss bench-resp format format-check clean
 
 all: build
 
@@ -108,6 +108,10 @@ bench-resp: build
 # (bench/peers.sh): Go's golang.org/x/time/rate (Debian) and Node.js's
 # rate-limiter-flexible (npm, in bench/peers/node_modules), in process and
 # on one Redis. Not part of make test.
+# Resident memory around bursts of idle connections (bench/rss.sh).
+bench-rss: build
+	bench/rss.sh
+
 bench-peers: build
 	@scripts/deps.sh bench
 	@[ -d bench/peers/node_modules ] || \

@@ -205,6 +205,9 @@ conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
     push_front(c);
     metrics_connection(w->metrics, l->proto->metric, +1);
     int64_t open = atomic_fetch_add(&srv->connections, 1) + 1;
+    int64_t peak = atomic_load_explicit(&srv->connections_peak, memory_order_relaxed);
+    while (open > peak && !atomic_compare_exchange_weak(&srv->connections_peak, &peak, open))
+        ;
     bool closing = atomic_load_explicit(&srv->closing, memory_order_relaxed);
     if ((uint64_t)open > srv->opt.max_connections && !closing) {
         conn *v = idle_victim(w, c);

@@ -28,6 +28,7 @@
 #include "http/routes.h"
 #include "listen.h"
 #include "log.h"
+#include "memtrim.h"
 #include "resp/proto_resp.h"
 #include "statsd.h"
 #include "stores.h"
@@ -69,7 +70,9 @@ typedef struct main_loop {
     bool watching;
     uv_timer_t phase; /* drain delay, then shutdown timeout */
     uv_timer_t poll;  /* while closing: have the workers finished? */
-    xds_client *xds;  /* the rules' subscription, with --config-type grpc-xds-sotw */
+    uv_timer_t trim;  /* once a second: memory back after a burst */
+    memtrim trimmer;
+    xds_client *xds; /* the rules' subscription, with --config-type grpc-xds-sotw */
 } main_loop;
 
 static void wake_all(server *s)
@@ -87,6 +90,7 @@ static void close_main(main_loop *m)
         rules_watch_close(&m->watch);
     uv_close((uv_handle_t *)&m->phase, NULL);
     uv_close((uv_handle_t *)&m->poll, NULL);
+    uv_close((uv_handle_t *)&m->trim, NULL);
 }
 
 static void on_poll(uv_timer_t *t)
@@ -174,6 +178,13 @@ static void warn_open_overrides(const server *s)
     }
 }
 
+static void on_trim(uv_timer_t *t)
+{
+    main_loop *m = t->data;
+    int64_t now = atomic_load(&m->srv->connections);
+    memtrim_tick(&m->trimmer, now, atomic_exchange(&m->srv->connections_peak, now));
+}
+
 static void on_rules_changed(rules_watch *w)
 {
     main_loop *m = w->data;
@@ -209,7 +220,10 @@ static int main_init(main_loop *m, server *s)
     uv_poll_start(&m->sig, UV_READABLE, on_signal);
     uv_timer_init(&m->loop, &m->phase);
     uv_timer_init(&m->loop, &m->poll);
-    m->phase.data = m->poll.data = m;
+    uv_timer_init(&m->loop, &m->trim);
+    m->phase.data = m->poll.data = m->trim.data = m;
+    uv_timer_start(&m->trim, on_trim, 1000, 1000);
+    uv_unref((uv_handle_t *)&m->trim); /* never what keeps the loop running */
     m->watch.data = m;
     if (s->opt.watch && !s->opt.config_xds) {
         /* a path that cannot be watched yet is logged and tried again at

@@ -49,6 +49,7 @@ typedef struct server {
     _Atomic bool closing;    /* listeners closed; idle connections go */
     _Atomic bool stopping;   /* shutdown timeout passed: close everything */
     _Atomic int64_t connections;
+    _Atomic int64_t connections_peak; /* highest since memtrim last looked */
     /* WEIR_TEST_FAIL_CONN_ALLOC=N: every Nth connection's memory is
      * refused, as under memory exhaustion (for the tests; 0 = never) */
     unsigned fail_conn_alloc;

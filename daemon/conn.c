@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "log.h"
 
@@ -273,6 +274,17 @@ static void on_shutdown(uv_shutdown_t *req, int status)
      * the linger time is up. */
     uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_rbuf, on_linger_read);
     uv_timer_start(&c->timer, on_linger_over, c->linger_ms, 0);
+}
+
+bool conn_end_idle(conn *c)
+{
+    uv_os_fd_t fd;
+    char byte;
+    if (uv_fileno((const uv_handle_t *)&c->tcp, &fd) == 0 &&
+        recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
+        return false;
+    conn_finish(c, CONN_LINGER_MS);
+    return true;
 }
 
 void conn_finish(conn *c, uint64_t linger_ms)

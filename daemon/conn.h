@@ -75,6 +75,17 @@ void conn_close(conn *c);
  *  reading are the conn's from then on. */
 void conn_finish(conn *c, uint64_t linger_ms);
 
+/** How long a connection ended by the service reads and drops what its
+ *  client still sends (conn_finish()). */
+#define CONN_LINGER_MS 2000u
+
+/** The service is closing and @c is between requests. A request that
+ *  already reached its socket is read and answered as usual (false: the
+ *  caller lets it be read); otherwise @c is half-closed and lingers
+ *  (true), never closed with bytes unread, which would reset the
+ *  connection and lose the answers in flight. */
+bool conn_end_idle(conn *c);
+
 /** A call for @c is in flight: @c stays in memory until conn_call_end(). */
 void conn_call_begin(conn *c);
 /** That call completed; frees a closed connection it was the last of. */

@@ -6,8 +6,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* How long a closing connection is drained after its last reply. */
-#define LINGER_MS 2000
 /* Queued reply bytes above which reading pauses until they are written. */
 #define MAX_QUEUED_OUT (1u << 20)
 
@@ -108,7 +106,7 @@ void replies_pump(replies *r)
             return;
         }
         if (r->close_after_write) {
-            conn_finish(c, LINGER_MS);
+            conn_finish(c, CONN_LINGER_MS);
             return;
         }
         /* once resumed, the kept requests may have made replies */

@@ -25,7 +25,9 @@ void http_answer_respond(http_answer *a, int status, const char *content_type,
     if (a->slot.ready)
         return;
     a->slot.ready = true;
-    if (atomic_load_explicit(&w->srv->closing, memory_order_relaxed))
+    /* draining already: a keep-alive client moves away between requests,
+     * rather than having its connection closed under the next one */
+    if (atomic_load_explicit(&w->srv->draining, memory_order_relaxed))
         a->keep_alive = false;
     weir_buf *o = &a->slot.bytes;
     put_status_line(o, status);

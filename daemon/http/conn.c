@@ -264,10 +264,10 @@ static void http_drain(conn *base)
     http_conn *c = (http_conn *)base;
     if (base->closed || base->lingering || c->r.close_after_write)
         return;
-    if (!weir_http1_in_request(c->parser) && !c->r.head && !c->r.wr.writing &&
-        !conn_writer_queued(&c->r.wr))
-        conn_close(base);
-    /* otherwise the answers in progress carry Connection: close */
+    if (http_idle(base))
+        conn_end_idle(base);
+    /* otherwise the answers in progress (and those to requests that
+     * reached the socket) carry Connection: close */
 }
 
 static void http_accept(listener *l)

@@ -285,10 +285,8 @@ static void resp_drain(conn *base)
         return;
     /* a connection between commands goes now; one with replies to come
      * goes after them */
-    if (!r->head && c->in.len == 0 && !r->wr.writing && !conn_writer_queued(&r->wr)) {
-        conn_close(base);
+    if (resp_idle(base) && conn_end_idle(base))
         return;
-    }
     resp_close_after(c);
     replies_kick(r);
 }

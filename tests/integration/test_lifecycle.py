@@ -613,25 +613,29 @@ def test_sigterm_drain(weir_factory):
     weir.signal(signal.SIGTERM)
     weir.wait_for_log(r"event=draining signal=SIGTERM", since=mark)
 
-    # draining: /healthz fails, everything else is served as before
+    # draining: /healthz fails, everything else is served, and every
+    # answer tells a keep-alive client to move on (Connection: close)
     r = a.request("GET", "/healthz")
     assert (r.status, r.body) == (503, b'{"status":"draining"}')
-    assert r.header("Connection") is None
-    r = a.request("GET", "/healthcheck")
-    assert (r.status, r.body) == (503, b"draining")
-    r = a.request("POST", "/v1/check", {"domain": "test", "descriptors": [
-        {"entries": [{"key": "keep", "value": "d"}]}]})
-    assert r.status == 200
-    assert r.json()["statuses"][0]["remaining"] == 4
-    assert r.header("Connection") is None
+    assert r.header("Connection") == "close"
+    a.wait_closed(2)
+    a.close()
     with weir.conn() as c:  # new connections are still accepted
-        assert c.request("GET", "/healthz").status == 503
+        r = c.request("GET", "/healthcheck")
+        assert (r.status, r.body) == (503, b"draining")
+    with weir.conn() as c:
+        r = c.request("POST", "/v1/check", {"domain": "test", "descriptors": [
+            {"entries": [{"key": "keep", "value": "d"}]}]})
+        assert r.status == 200
+        assert r.json()["statuses"][0]["remaining"] == 4
+        assert r.header("Connection") == "close"
+    idle = weir.conn()  # connected during the drain, idle when it ends
 
     # then the listeners close, and idle connections with them
     weir.wait_for_log(r"event=closing", since=mark, timeout=3)
     assert time.monotonic() - t0 >= 0.9
-    a.wait_closed(2)
-    a.close()
+    idle.wait_closed(2)
+    idle.close()
     weir.wait_until(lambda: refused(weir.port), timeout=1, what="listeners closed")
 
     # the request in progress completes, and is told the connection ends
@@ -649,6 +653,44 @@ def test_sigterm_drain(weir_factory):
     assert time.monotonic() - t0 < 5.5
     assert weir.count_log(r"event=stopped", since=mark) == 1
     assert weir.count_log(r"event=shutdown_timeout", since=mark) == 0
+
+
+def test_sigterm_answers_requests_that_reached_the_socket(weir_factory):
+    """Requests sent on idle keep-alive connections as SIGTERM comes: the
+    drain never closes a connection with a request unread in its socket
+    (that would reset it, and the request would go unanswered); each is
+    answered, with Connection: close, and then the connection ends."""
+    weir = weir_factory(rules(), "--shutdown-timeout", "5s", threads=1)
+    body = {"domain": "test", "descriptors": [{"entries": [{"key": "other", "value": "x"}],
+                                               "hits": 0}]}
+    conns = [weir.conn() for _ in range(60)]
+    for c in conns:
+        assert c.request("GET", "/healthz").status == 200
+    req = rawhttp.build_request("POST", "/v1/check", body)
+    mark = weir.mark()
+    # the requests and the signal at once, the requests in the sockets
+    # before the drain comes to their connections
+    for c in conns[:30]:
+        c.send(req)
+    weir.signal(signal.SIGTERM)
+    for c in conns[30:]:
+        c.send(req)
+    answered = unanswered = 0
+    for c in conns:
+        try:
+            r = c.read_response(timeout=5)
+        except (rawhttp.ConnectionClosed, ConnectionResetError):
+            unanswered += 1
+            continue
+        assert r.status == 200
+        answered += 1
+        c.close()
+    weir.wait_for_log(r"event=draining", since=mark)
+    # the first half reached the sockets before the signal was sent: every
+    # one of them is answered; of the rest, one that came after its
+    # connection was ended is told so by an orderly close, never a reset
+    assert answered >= 30, (answered, unanswered)
+    assert weir.wait_exit(10) == 0
 
 
 def test_sigterm_shutdown_timeout_closes_stragglers(weir_factory):

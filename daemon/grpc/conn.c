@@ -17,6 +17,7 @@
 #include "calls.h"
 #include "conn_write.h"
 #include "grpc.h"
+#include "log.h"
 
 /* How long a closing connection is drained after its last bytes. */
 #define LINGER_MS 1000
@@ -36,6 +37,11 @@ typedef struct grpc_conn {
     bool paused;          /* reading stopped until the stuck write completes */
     bool in_recv;         /* inside weir_grpc_h2_recv(): the codec sends after */
     bool heard;           /* a byte came: until then --request-timeout, not idle */
+    /* the last time no call was open or one closed: calls open with none
+     * closing for --idle-timeout are answers the client does not take
+     * (its flow control window shut), whatever else it sends */
+    int64_t progress_ns;
+    uint64_t closed_seen;
     int64_t paused_ns;
 } grpc_conn;
 
@@ -74,6 +80,16 @@ static void finish(grpc_conn *c)
     conn_finish(&c->base, LINGER_MS);
 }
 
+/* Notes whether the calls moved on since the last look. */
+static void note_progress(grpc_conn *c, int64_t now)
+{
+    uint64_t closed = weir_grpc_h2_closed_streams(c->h2);
+    if (closed != c->closed_seen || weir_grpc_h2_open_streams(c->h2) == 0) {
+        c->closed_seen = closed;
+        c->progress_ns = now;
+    }
+}
+
 /* ------------------------------------------------------------ the timer */
 
 /* How long the connection may stay silent: --idle-timeout, or
@@ -95,6 +111,7 @@ static void rearm(grpc_conn *c, int64_t now)
     if (c->base.closed || c->base.lingering)
         return;
     const serve_options *o = &c->base.w->srv->opt;
+    note_progress(c, now);
     int64_t due;
     if (c->paused) {
         due = c->paused_ns + ms_to_ns(o->idle_timeout_ms);
@@ -107,6 +124,9 @@ static void rearm(grpc_conn *c, int64_t now)
             int64_t idle = c->last_read_ns + idle_wait_ns(c, o);
             if (idle < due)
                 due = idle;
+            int64_t stuck = c->progress_ns + ms_to_ns(o->idle_timeout_ms);
+            if (weir_grpc_h2_open_streams(c->h2) && stuck < due)
+                due = stuck;
         }
     }
     int64_t ms = due <= now ? 0 : (due - now + 999999) / 1000000;
@@ -135,6 +155,16 @@ static void on_timer(uv_timer_t *t)
         }
     } else {
         weir_grpc_h2_expire(c->h2, now); /* answers what is late */
+        note_progress(c, now);
+        if (weir_grpc_h2_open_streams(c->h2) && !weir_grpc_h2_incomplete_streams(c->h2) &&
+            now >= c->progress_ns + ms_to_ns(o->idle_timeout_ms)) {
+            /* every call answered, none taken for that long: the client
+             * keeps its window shut (PINGs or not), holding the answers */
+            dlog(WEIR_LOG_INFO, "connection_stalled", "proto", "grpc", "detail",
+                 "answers not taken for --idle-timeout: closed", NULL);
+            grpc_conn_close(c);
+            return;
+        }
         if (c->drain_ns && !c->final_sent && now >= c->drain_ns + ms_to_ns(GOAWAY_RTT_MS))
             final_goaway(c);
         if (!weir_grpc_h2_incomplete_streams(c->h2) &&
@@ -281,7 +311,7 @@ static void grpc_accept(listener *l)
         return;
     }
     uv_tcp_nodelay(&c->base.tcp, 1);
-    c->last_read_ns = now_ns();
+    c->last_read_ns = c->progress_ns = now_ns();
     pump(c); /* our SETTINGS */
     if (c->base.closed)
         return;

@@ -59,6 +59,7 @@ struct weir_grpc_h2 {
     h2_stream *streams;
     size_t n_streams;
     size_t buffered; /* request bytes held, all streams */
+    uint64_t closed; /* streams closed so far */
     int64_t now_ns;
     bool failed;   /* the connection must end */
     bool shutting; /* the first GOAWAY is queued */
@@ -495,6 +496,7 @@ static int on_stream_close(nghttp2_session *session, int32_t stream_id, uint32_t
     if (st) {
         nghttp2_session_set_stream_user_data(session, stream_id, NULL);
         stream_free(h, st);
+        h->closed++;
     }
     return 0;
 }
@@ -672,6 +674,11 @@ void weir_grpc_h2_goaway(weir_grpc_h2 *h)
 size_t weir_grpc_h2_open_streams(const weir_grpc_h2 *h)
 {
     return h->n_streams;
+}
+
+uint64_t weir_grpc_h2_closed_streams(const weir_grpc_h2 *h)
+{
+    return h->closed;
 }
 
 size_t weir_grpc_h2_incomplete_streams(const weir_grpc_h2 *h)

@@ -142,6 +142,9 @@ void weir_grpc_h2_goaway(weir_grpc_h2 *h);
 
 /** Requests received and not yet closed (answered and sent, or reset). */
 size_t weir_grpc_h2_open_streams(const weir_grpc_h2 *h);
+/** Requests closed so far (answered and sent, or reset): while some are
+ *  open and this does not move, the connection makes no progress. */
+uint64_t weir_grpc_h2_closed_streams(const weir_grpc_h2 *h);
 /** Requests still arriving: begun, not yet whole and not answered. */
 size_t weir_grpc_h2_incomplete_streams(const weir_grpc_h2 *h);
 /** Nothing more to read or write: close the connection. */

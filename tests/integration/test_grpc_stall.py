@@ -1,0 +1,106 @@
+"""A gRPC client that never lets weir send its answers: it sets its flow
+control window to 0, opens calls, and keeps the connection busy with PINGs.
+weir answers every call, and closes the connection once no call has been
+taken for --idle-timeout, whatever else the client sends, so the answers it
+holds are bounded in time. The client speaks HTTP/2 by hand (the frames
+are few and simple), since no client library lets a test shut its window."""
+import socket
+import struct
+import time
+
+import pytest
+
+RULES = """\
+domain: test
+descriptors:
+  - key: k
+    rate_limit: {unit: hour, requests_per_unit: 1000}
+"""
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+DATA, HEADERS, SETTINGS, PING, GOAWAY = 0x0, 0x1, 0x4, 0x6, 0x7
+END_STREAM, END_HEADERS, ACK = 0x1, 0x4, 0x1
+SETTINGS_INITIAL_WINDOW_SIZE = 0x4
+PATH = b"/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
+
+
+def frame(ftype, flags, stream, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + \
+        struct.pack(">I", stream) + payload
+
+
+def literal(name, value):
+    """HPACK: a literal field without indexing, new name (lengths < 127)."""
+    return bytes([0x00, len(name)]) + name + bytes([len(value)]) + value
+
+
+def call_frames(stream):
+    block = b"".join(literal(n, v) for n, v in (
+        (b":method", b"POST"), (b":scheme", b"http"), (b":path", PATH),
+        (b":authority", b"weir"), (b"content-type", b"application/grpc"), (b"te", b"trailers")))
+    entry = b"\x0a\x01k\x12\x01v"
+    descriptor = b"\x0a" + bytes([len(entry)]) + entry
+    request = b"\x0a\x04test\x12" + bytes([len(descriptor)]) + descriptor
+    message = b"\x00" + struct.pack(">I", len(request)) + request
+    return frame(HEADERS, END_HEADERS, stream, block) + frame(DATA, END_STREAM, stream, message)
+
+
+def read_frames(sock, buf):
+    """Frames whole in @buf after reading what is there; None at the end."""
+    try:
+        data = sock.recv(65536)
+    except socket.timeout:
+        data = b"-"
+    if not data:
+        return None
+    if data != b"-":
+        buf.extend(data)
+    out = []
+    while len(buf) >= 9:
+        n = int.from_bytes(buf[0:3], "big")
+        if len(buf) < 9 + n:
+            break
+        out.append((buf[3], buf[4], bytes(buf[9:9 + n])))
+        del buf[:9 + n]
+    return out
+
+
+@pytest.mark.parametrize("calls", [1, 40])
+def test_zero_window_client_is_closed_after_idle_timeout(weir_factory, calls):
+    weir = weir_factory(RULES, "--grpc", "127.0.0.1:0", "--idle-timeout", "2s")
+    s = socket.create_connection(("127.0.0.1", weir.grpc_port), timeout=0.2)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE,
+                                                             0)))
+    buf = bytearray()
+    acked = False
+    t0 = time.monotonic()
+    while not acked and time.monotonic() - t0 < 5:
+        frames = read_frames(s, buf)
+        assert frames is not None, "closed before its settings"
+        for ftype, flags, _ in frames:
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+                acked = True
+    assert acked
+    s.sendall(b"".join(call_frames(2 * i + 1) for i in range(calls)))
+    # answered (their headers come: DATA waits for the window), then PINGs
+    t0 = time.monotonic()
+    heads = 0
+    closed_after = None
+    while time.monotonic() - t0 < 8:
+        try:
+            s.sendall(frame(PING, 0, 0, b"12345678"))
+        except OSError:
+            closed_after = time.monotonic() - t0
+            break
+        frames = read_frames(s, buf)
+        if frames is None:
+            closed_after = time.monotonic() - t0
+            break
+        heads += sum(1 for ftype, _, _ in frames if ftype == HEADERS)
+        time.sleep(0.1)
+    s.close()
+    assert heads >= calls, f"{heads} answers began for {calls} calls"
+    assert closed_after is not None, "the connection is still held after 8 s of PINGs"
+    assert 1.5 < closed_after < 5, closed_after
+    weir.wait_for_log(r"event=connection_stalled")

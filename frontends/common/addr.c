@@ -44,6 +44,23 @@ static weir_addr masked(const weir_addr *a, unsigned bits)
     return m;
 }
 
+/* The @n digits at @s as a prefix length of at most @total bits. */
+static bool prefix_bits(const char *s, size_t n, unsigned total, unsigned *out)
+{
+    unsigned bits = 0;
+    if (n == 0 || n > 3)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        bits = bits * 10 + (unsigned)(s[i] - '0');
+    }
+    if (bits > total)
+        return false;
+    *out = bits;
+    return true;
+}
+
 bool weir_nets_parse(const char *s, weir_nets *out, char *why, size_t why_cap)
 {
     weir_nets nets = {.n = 0};
@@ -63,29 +80,10 @@ bool weir_nets_parse(const char *s, weir_nets *out, char *why, size_t why_cap)
         }
         unsigned total = net.a.v6 ? 128u : 32u;
         net.bits = total;
-        if (slash) {
-            unsigned bits = 0;
-            size_t digits = len - alen - 1;
-            if (digits == 0 || digits > 3) {
-                snprintf(why, why_cap, "'%.*s': a prefix is 0 .. %u", (int)(len > 60 ? 60 : len), p,
-                         total);
-                return false;
-            }
-            for (size_t i = 0; i < digits; i++) {
-                char c = slash[1 + i];
-                if (c < '0' || c > '9') {
-                    snprintf(why, why_cap, "'%.*s': a prefix is 0 .. %u",
-                             (int)(len > 60 ? 60 : len), p, total);
-                    return false;
-                }
-                bits = bits * 10 + (unsigned)(c - '0');
-            }
-            if (bits > total) {
-                snprintf(why, why_cap, "'%.*s': a prefix is 0 .. %u", (int)(len > 60 ? 60 : len), p,
-                         total);
-                return false;
-            }
-            net.bits = bits;
+        if (slash && !prefix_bits(slash + 1, len - alen - 1, total, &net.bits)) {
+            snprintf(why, why_cap, "'%.*s': a prefix is 0 .. %u", (int)(len > 60 ? 60 : len), p,
+                     total);
+            return false;
         }
         if (nets.n == WEIR_ADDR_MAX_NETS) {
             snprintf(why, why_cap, "more than %u networks", WEIR_ADDR_MAX_NETS);

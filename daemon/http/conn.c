@@ -119,6 +119,19 @@ static bool stash(http_conn *c, const char *data, size_t n)
     return true;
 }
 
+/* "100 Continue" to a client that waits for it before sending its body.
+ * It must not pass answers to earlier requests: with any still to come,
+ * none is sent (the client sends its body after a while anyway, as RFC
+ * 9110 10.1.1 has it). */
+static void send_continue(http_conn *c)
+{
+    static const char line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    if (c->r.head || c->r.wr.writing || conn_writer_queued(&c->r.wr))
+        return;
+    weir_buf_put(conn_writer_buf(&c->r.wr), line, sizeof(line) - 1);
+    conn_writer_flush(&c->r.wr);
+}
+
 /* Feeds @n bytes to the codec and hands every whole request in them to
  * the routes, until too many answers wait (the rest is stashed). */
 static void process(http_conn *c, const char *data, size_t n)
@@ -143,8 +156,11 @@ static void process(http_conn *c, const char *data, size_t n)
         weir_http1_error err;
         weir_http1_result r = weir_http1_feed(c->parser, data + off, n - off, &used, &req, &err);
         off += used;
-        if (r == WEIR_HTTP1_NEED_MORE)
+        if (r == WEIR_HTTP1_NEED_MORE) {
+            if (weir_http1_take_continue(c->parser))
+                send_continue(c);
             break;
+        }
         http_answer *a = answer_new(c);
         if (!a) {
             conn_close(&c->base);

@@ -78,6 +78,7 @@ struct weir_http1 {
     bool in_request;
     bool headers_done;
     bool keep_alive;
+    bool want_continue; /* Expect: 100-continue, not yet reported */
 
     /* An error found inside a callback, reported once execute returns. */
     int pending_status;
@@ -212,6 +213,7 @@ static void start_request(weir_http1 *p)
     p->last = LAST_NONE;
     p->value_end = 0;
     p->body_off = p->body_len = 0;
+    p->want_continue = false;
     p->headers_done = false;
     p->keep_alive = false;
 }
@@ -445,6 +447,17 @@ static bool check_headers(weir_http1 *p)
         set_error(p, 413, msg_body_large);
         return false;
     }
+    /* RFC 9110 10.1.1: an HTTP/1.1 client waiting for 100 Continue before
+     * it sends its body (curl does, past 1 KiB); only a request with a
+     * body to come is told to go on */
+    bool body = n_te > 0 || (p->hp.content_length != UINT64_MAX && p->hp.content_length > 0);
+    for (size_t i = 0; body && p->hp.http_minor == 1 && i < p->n_fields; i++) {
+        const struct h1_field *f = &p->fields[i];
+        if (name_eq(p->buf + f->name_off, f->name_len, "expect")) {
+            weir_http1_str v = field_value(p, f);
+            p->want_continue = name_eq(v.p, v.n, "100-continue");
+        }
+    }
     return true;
 }
 
@@ -610,6 +623,13 @@ weir_http1_result weir_http1_feed(weir_http1 *p, const char *data, size_t len, s
         return WEIR_HTTP1_ERROR;
     }
     return res;
+}
+
+bool weir_http1_take_continue(weir_http1 *p)
+{
+    bool want = p->want_continue && p->in_request && !p->failed;
+    p->want_continue = false;
+    return want;
 }
 
 bool weir_http1_in_request(const weir_http1 *p)

@@ -118,6 +118,11 @@ weir_http1 *weir_http1_init(void *mem, const weir_http1_limits *limits, char *bu
 weir_http1_result weir_http1_feed(weir_http1 *parser, const char *data, size_t len,
                                   size_t *consumed, weir_http1_request *req, weir_http1_error *err);
 
+/** Whether the request in progress asked for "HTTP/1.1 100 Continue"
+ *  (Expect: 100-continue, its header section whole, its body to come):
+ *  true once per request, after the feed that completed its headers. */
+bool weir_http1_take_continue(weir_http1 *parser);
+
 /** Whether a request has begun but not completed (for idle timeouts:
  *  a connection between requests is idle; one mid-request is slow). */
 bool weir_http1_in_request(const weir_http1 *parser);

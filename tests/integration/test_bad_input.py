@@ -524,6 +524,35 @@ def test_idle_keep_alive_closed(weir_factory):
     assert_alive(weir)
 
 
+def test_expect_100_continue(weir):
+    """A client that waits for 100 Continue before its body (curl, past a
+    size) gets it at once, not after its own timeout; one that sent its body
+    anyway, or speaks HTTP/1.0, gets the answer alone."""
+    body = json.dumps({"domain": "test", "descriptors": [
+        {"entries": [{"key": "user", "value": "expect"}], "hits": 0}]}).encode()
+    head = (b"POST /v1/check HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body))
+    with weir.conn() as c:
+        c.send(head)
+        t0 = time.monotonic()
+        while b"\r\n\r\n" not in c.buf:
+            assert c._fill(time.monotonic() + 0.5), "closed"
+        assert time.monotonic() - t0 < 0.5
+        assert bytes(c.buf) == b"HTTP/1.1 100 Continue\r\n\r\n", c.buf
+        c.buf = c.buf[len(b"HTTP/1.1 100 Continue\r\n\r\n"):]
+        c.send(body)
+        assert c.read_response().status == 200
+        # the body in the same write: no interim answer
+        c.send(head + body)
+        r = c.read_response()
+        assert r.status == 200  # a stray 100 would have been read as the answer
+    with weir.conn() as c:
+        c.send(head.replace(b"HTTP/1.1", b"HTTP/1.0"))
+        assert c.is_open(0.3)  # nothing sent to an HTTP/1.0 client
+        c.send(body)
+        assert c.read_response().status == 200
+
+
 def closed_within(c, seconds):
     """Whether the server closes @c within @seconds."""
     t0 = time.monotonic()

@@ -275,6 +275,46 @@ static void post_with_content_length(void **unused)
     drop(&f);
 }
 
+/* Expect: 100-continue is reported once, when the headers are whole and
+ * the body is still to come, for HTTP/1.1 requests with a body only. */
+static void expect_continue(void **unused)
+{
+    (void)unused;
+    fixture f = make_default();
+    size_t used;
+    weir_http1_request r;
+    weir_http1_error e;
+    const char head[] = "POST /v1/check HTTP/1.1\r\nExpect: 100-Continue\r\n"
+                        "Content-Length: 5\r\n\r\n";
+    assert_int_equal(weir_http1_feed(f.p, head, 20, &used, &r, &e), WEIR_HTTP1_NEED_MORE);
+    assert_false(weir_http1_take_continue(f.p)); /* headers not whole yet */
+    assert_int_equal(weir_http1_feed(f.p, head + 20, sizeof(head) - 21, &used, &r, &e),
+                     WEIR_HTTP1_NEED_MORE);
+    assert_true(weir_http1_take_continue(f.p));
+    assert_false(weir_http1_take_continue(f.p)); /* once */
+    assert_int_equal(weir_http1_feed(f.p, "hello", 5, &used, &r, &e), WEIR_HTTP1_REQUEST);
+    assert_false(weir_http1_take_continue(f.p));
+    /* no body, another expectation, HTTP/1.0: nothing to report */
+    static const char *const none[] = {
+        "POST /x HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 0\r\n\r\n",
+        "POST /x HTTP/1.1\r\nExpect: something\r\nContent-Length: 5\r\n\r\n",
+        "POST /x HTTP/1.0\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    };
+    for (size_t i = 0; i < 3; i++) {
+        weir_http1_reset(f.p);
+        weir_http1_feed(f.p, none[i], strlen(none[i]), &used, &r, &e);
+        assert_false(weir_http1_take_continue(f.p));
+    }
+    /* chunked: a body to come */
+    weir_http1_reset(f.p);
+    const char chunked[] = "POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
+                           "Expect: 100-continue\r\n\r\n";
+    assert_int_equal(weir_http1_feed(f.p, chunked, sizeof(chunked) - 1, &used, &r, &e),
+                     WEIR_HTTP1_NEED_MORE);
+    assert_true(weir_http1_take_continue(f.p));
+    drop(&f);
+}
+
 static void chunked_body_with_extensions_and_trailers(void **unused)
 {
     (void)unused;
@@ -891,6 +931,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(simple_get_with_query),
         cmocka_unit_test(post_with_content_length),
+        cmocka_unit_test(expect_continue),
         cmocka_unit_test(chunked_body_with_extensions_and_trailers),
         cmocka_unit_test(chunked_body_empty_and_uppercase_hex),
         cmocka_unit_test(any_split_gives_the_same_result),

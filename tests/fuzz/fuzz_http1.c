@@ -180,6 +180,9 @@ static void run(const uint8_t *data, size_t size, unsigned seed, digest *d)
             break;
         }
         check(r == WEIR_HTTP1_NEED_MORE && pos == arrived);
+        /* 100 Continue is asked for once, and only mid-request */
+        if (weir_http1_take_continue(p))
+            check(weir_http1_in_request(p) && !weir_http1_take_continue(p));
     }
     d->in_request = weir_http1_in_request(p);
     weir_http1_reset(p);

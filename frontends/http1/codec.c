@@ -79,6 +79,8 @@ struct weir_http1 {
     bool headers_done;
     bool keep_alive;
     bool want_continue; /* Expect: 100-continue, not yet reported */
+    /* The header section's bytes as they pass (strict_scan()) */
+    bool prev_cr, prev_sp, in_request_line;
 
     /* An error found inside a callback, reported once execute returns. */
     int pending_status;
@@ -110,6 +112,8 @@ static const char msg_fragment[] = "fragment in request target";
 static const char msg_chunk_line[] = "chunk line or trailer too long";
 static const char msg_internal[] = "malformed request";
 static const char msg_name_space[] = "whitespace between header name and colon";
+static const char msg_bare_lf[] = "a line of the header section ends in LF without CR";
+static const char msg_spaces[] = "more than one space between the parts of the request line";
 
 /* An empty buffer for parsers given none, so views never offset NULL. */
 static char no_buf[1];
@@ -214,6 +218,8 @@ static void start_request(weir_http1 *p)
     p->value_end = 0;
     p->body_off = p->body_len = 0;
     p->want_continue = false;
+    p->prev_cr = p->prev_sp = false;
+    p->in_request_line = true;
     p->headers_done = false;
     p->keep_alive = false;
 }
@@ -550,6 +556,31 @@ weir_http1 *weir_http1_init(void *mem, const weir_http1_limits *limits, char *bu
     return p;
 }
 
+/* What http-parser lets through and a proxy in front may read otherwise
+ * (request smuggling starts with such leniency): a line of the header
+ * section ended by a bare LF, and runs of spaces in the request line
+ * (RFC 9112 2.2 and 3). Runs over the header section's bytes as they are
+ * consumed, in pieces; false after set_error(). */
+static bool strict_scan(weir_http1 *p, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '\n') {
+            if (!p->prev_cr) {
+                set_error(p, 400, msg_bare_lf);
+                return false;
+            }
+            p->in_request_line = false;
+        } else if (c == ' ' && p->prev_sp && p->in_request_line) {
+            set_error(p, 400, msg_spaces);
+            return false;
+        }
+        p->prev_cr = c == '\r';
+        p->prev_sp = c == ' ';
+    }
+    return true;
+}
+
 weir_http1_result weir_http1_feed(weir_http1 *p, const char *data, size_t len, size_t *consumed,
                                   weir_http1_request *req, weir_http1_error *err)
 {
@@ -567,10 +598,18 @@ weir_http1_result weir_http1_feed(weir_http1 *p, const char *data, size_t len, s
         p->pause = PAUSE_NONE;
         p->pending_status = 0;
         p->pending_message = NULL;
+        bool in_head = p->in_request && !p->headers_done;
         size_t n = http_parser_execute(&p->hp, &p->settings, data + off, give);
         enum http_errno e = HTTP_PARSER_ERRNO(&p->hp);
         if (n > give)
             n = give;
+        /* the header section's bytes: all of them while it is read, and
+         * the method's first byte when a request begins */
+        if (in_head && !strict_scan(p, data + off, n))
+            break;
+        if (!in_head && e == HPE_PAUSED && p->pause == PAUSE_BEGIN && n > 0 &&
+            !strict_scan(p, data + off + n - 1, 1))
+            break;
         off += n;
 
         if (e == HPE_OK) {
@@ -598,7 +637,12 @@ weir_http1_result weir_http1_feed(weir_http1 *p, const char *data, size_t len, s
                 set_error(p, 431, msg_header_large);
         } else if (p->pause == PAUSE_HEADERS) {
             p->req_bytes += n;
-            check_headers(p);
+            /* http-parser stopped at the LF that ends the section (consumed
+             * with the body): the byte before it must be a CR */
+            if (!p->prev_cr)
+                set_error(p, 400, msg_bare_lf);
+            else
+                check_headers(p);
         } else if (p->pause == PAUSE_COMPLETE) {
             p->req_bytes += n;
             p->in_request = false;

@@ -176,6 +176,13 @@ CASES = [
     ("http2-version", b"GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505, "HTTP version not supported",
      True),
     ("http09", b"GET /healthz\r\n\r\n", 505, "HTTP version not supported", True),
+    # what a proxy in front could read otherwise (request smuggling)
+    ("bare-lf", b"GET /healthz HTTP/1.1\nHost: x\n\n", 400,
+     "a line of the header section ends in LF without CR", True),
+    ("bare-lf-last", b"GET /healthz HTTP/1.1\r\nHost: x\r\n\n", 400,
+     "a line of the header section ends in LF without CR", True),
+    ("two-spaces", b"GET  /healthz HTTP/1.1\r\nHost: x\r\n\r\n", 400,
+     "more than one space between the parts of the request line", True),
 ]
 
 

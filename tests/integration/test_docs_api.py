@@ -158,6 +158,8 @@ ERROR_REQUESTS = {
 # carry: the HTTP and engine tests cause those.
 NOT_SENT_HERE = {"malformed request: ...", "missing Host header", "more than one Host header",
                  "whitespace between header name and colon",
+                 "a line of the header section ends in LF without CR",
+                 "more than one space between the parts of the request line",
                  "descriptors[0] has values too long for a counter key (4096 bytes with the rule's path)",
                  "descriptors[1] has an entry whose key or value is missing", "out of memory",
                  # with --allow-request-overrides false: test_api.py sends it

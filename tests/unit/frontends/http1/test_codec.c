@@ -570,6 +570,20 @@ static void target_split(void **unused)
     bad_is("GET ?a=1 HTTP/1.1\r\n\r\n", 400, "malformed request: invalid URL");
     /* nor is one with a fragment */
     bad_is("GET /a#frag HTTP/1.1\r\n\r\n", 400, "fragment in request target");
+    /* what a proxy in front could read otherwise: a bare LF anywhere in
+     * the header section, runs of spaces in the request line */
+    static const char bare_lf[] = "a line of the header section ends in LF without CR";
+    bad_is("GET / HTTP/1.1\nHost: x\r\n\r\n", 400, bare_lf);
+    bad_is("GET / HTTP/1.1\r\nHost: x\n\r\n", 400, bare_lf);
+    bad_is("GET / HTTP/1.1\r\nHost: x\r\n\n", 400, bare_lf);
+    static const char spaces[] = "more than one space between the parts of the request line";
+    bad_is("GET  / HTTP/1.1\r\n\r\n", 400, spaces);
+    bad_is("GET /  HTTP/1.1\r\n\r\n", 400, spaces);
+    /* a space in a field value is no request line */
+    fixture g = make_default();
+    weir_http1_request q = one(&g, "GET / HTTP/1.1\r\nX-A: b  c\r\n\r\n");
+    str_is(weir_http1_header_get(&q, "x-a"), "b  c");
+    drop(&g);
 }
 
 static void header_get_and_trimming(void **unused)

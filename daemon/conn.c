@@ -192,16 +192,6 @@ conn *conn_accept(listener *l, size_t size, conn_free_fn free_fn)
     uv_timer_init(&w->loop, &c->timer);
     c->timer.data = c;
     c->open_handles = 2;
-    struct sockaddr_storage sa;
-    int salen = sizeof(sa);
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) == 0) {
-        if (sa.ss_family == AF_INET) {
-            memcpy(c->peer.b, &((struct sockaddr_in *)&sa)->sin_addr, 4);
-        } else if (sa.ss_family == AF_INET6) {
-            c->peer.v6 = true;
-            memcpy(c->peer.b, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
-        }
-    }
     /* linked first, so that every later failure can use conn_close() */
     push_front(c);
     metrics_connection(w->metrics, l->proto->metric, +1);
@@ -274,6 +264,23 @@ static void on_shutdown(uv_shutdown_t *req, int status)
      * the linger time is up. */
     uv_read_start((uv_stream_t *)&c->tcp, conn_alloc_rbuf, on_linger_read);
     uv_timer_start(&c->timer, on_linger_over, c->linger_ms, 0);
+}
+
+weir_addr conn_peer(const conn *c)
+{
+    weir_addr a;
+    memset(&a, 0, sizeof(a));
+    struct sockaddr_storage sa;
+    int salen = sizeof(sa);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&sa, &salen) != 0)
+        return a;
+    if (sa.ss_family == AF_INET) {
+        memcpy(a.b, &((struct sockaddr_in *)&sa)->sin_addr, 4);
+    } else if (sa.ss_family == AF_INET6) {
+        a.v6 = true;
+        memcpy(a.b, &((struct sockaddr_in6 *)&sa)->sin6_addr, 16);
+    }
+    return a;
 }
 
 bool conn_end_idle(conn *c)

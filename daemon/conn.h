@@ -42,7 +42,6 @@ struct conn {
     bool lingering; /* half-closed, reading what is left */
     bool closed;
     int open_handles;
-    weir_addr peer; /* the client's address (all zero when unknown) */
 };
 
 /**
@@ -74,6 +73,10 @@ void conn_close(conn *c);
  *  sends until it closes or @linger_ms pass, then close. The timer and
  *  reading are the conn's from then on. */
 void conn_finish(conn *c, uint64_t linger_ms);
+
+/** The client's address (all zero when it cannot be had): asked of the
+ *  socket when needed, not at every accept. */
+weir_addr conn_peer(const conn *c);
 
 /** How long a connection ended by the service reads and drops what its
  *  client still sends (conn_finish()). */

@@ -314,7 +314,8 @@ static const char *find_header(void *arg, const char *name, size_t *len)
     if (hs->n_addr == SERVE_MAX_CHECK_HEADERS)
         return NULL;
     char *out = hs->addr[hs->n_addr++];
-    weir_addr client = weir_addr_client(&hs->c->peer, v.p, v.n, &o->trusted_proxies);
+    weir_addr peer = conn_peer(hs->c);
+    weir_addr client = weir_addr_client(&peer, v.p, v.n, &o->trusted_proxies);
     *len = weir_addr_key(&client, o->address_prefix[0], o->address_prefix[1], out);
     return out;
 }

@@ -140,10 +140,11 @@ static void each_limit(weir_buf *b, const weir_descriptor *ds, const weir_match_
 /* The limit as it applied: the outcome's effective numbers (the request's
  * override when it gave one), else the rule's. */
 static void limit_numbers(const weir_rule_limit *l, const weir_limit_outcome *o, uint64_t *rpu,
-                          const char **unit)
+                          const char **unit, int64_t *window_us)
 {
     *rpu = o ? o->requests_per_unit : l->requests_per_unit;
-    *unit = weir_rule_unit_name(o ? o->unit : l->unit);
+    *unit = weir_rule_unit_name(o ? o->unit : l->unit); /* NULL: a `window:` */
+    *window_us = o ? o->window_us : l->window_us;
 }
 
 /* ------------------------------------------------------------ JSON */
@@ -169,11 +170,16 @@ static void json_limit(weir_buf *b, const weir_rule_limit *l, const weir_limit_o
     if (!l->unlimited) {
         uint64_t rpu;
         const char *unit;
-        limit_numbers(l, o, &rpu, &unit);
+        int64_t window_us;
+        limit_numbers(l, o, &rpu, &unit, &window_us);
         obj_key(&lo, "requests_per_unit");
         weir_buf_put_u64(b, rpu);
-        obj_key(&lo, "unit");
-        put_cstr(b, unit);
+        if (unit) {
+            obj_key(&lo, "unit");
+            put_cstr(b, unit);
+        }
+        obj_key(&lo, "window_ms");
+        weir_buf_put_u64(b, weir_api_ceil_div(window_us, 1000));
         obj_key(&lo, "algorithm");
         put_cstr(b, weir_algorithm_name(l->algorithm));
     }
@@ -288,9 +294,14 @@ static void text_limit(weir_buf *b, const weir_rule_limit *l, const weir_limit_o
     if (!l->unlimited) {
         uint64_t rpu;
         const char *unit;
-        limit_numbers(l, o, &rpu, &unit);
-        weir_buf_printf(b, ": %llu per %s, %s", (unsigned long long)rpu, unit ? unit : "?",
-                        weir_algorithm_name(l->algorithm));
+        int64_t window_us;
+        limit_numbers(l, o, &rpu, &unit, &window_us);
+        if (unit)
+            weir_buf_printf(b, ": %llu per %s", (unsigned long long)rpu, unit);
+        else
+            weir_buf_printf(b, ": %llu per %llu ms", (unsigned long long)rpu,
+                            (unsigned long long)weir_api_ceil_div(window_us, 1000));
+        weir_buf_printf(b, ", %s", weir_algorithm_name(l->algorithm));
     }
     if (l->file && *l->file)
         weir_buf_printf(b, " (%s:%u:%u)", l->file, l->line, l->column);

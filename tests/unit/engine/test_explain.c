@@ -324,6 +324,17 @@ static void test_unlimited(void **unused)
     assert_non_null(strstr(t.text.p, "-> unlimited"));
     free_told(&t);
     close_world(&w);
+    /* a limit by window, not unit: its length, in milliseconds */
+    open_world(&w, "domain: d\n"
+                   "descriptors:\n"
+                   "  - key: k\n"
+                   "    rate_limit: {window: 90s, requests_per_unit: 4}\n");
+    decide_told(&w, &q.r, &t);
+    assert_non_null(strstr(t.json.p, "\"requests_per_unit\":4,\"window_ms\":90000,"));
+    assert_null(strstr(t.json.p, "\"unit\""));
+    assert_non_null(strstr(t.text.p, "4 per 90000 ms, fixed_window"));
+    free_told(&t);
+    close_world(&w);
 }
 
 int main(void)

@@ -8,9 +8,12 @@
  */
 #include "watch.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "log.h"
 
@@ -95,6 +98,55 @@ void rules_watch_rearm(rules_watch *w)
     w->dir_on = true;
 }
 
+/* Once a second: a digest of what the rules are made of. */
+#define POLL_MS 1000u
+/* Entries of the rules' directory looked at, at most. */
+#define POLL_MAX_ENTRIES 4096u
+
+static void mix_stat(XXH3_state_t *h, const char *name, const char *path)
+{
+    struct stat st;
+    memset(&st, 0, sizeof(st));
+    stat(path, &st); /* follows symlinks: a swapped target changes it */
+    uint64_t v[6] = {(uint64_t)st.st_ino,          (uint64_t)st.st_dev,
+                     (uint64_t)st.st_size,         (uint64_t)st.st_mtim.tv_sec,
+                     (uint64_t)st.st_mtim.tv_nsec, (uint64_t)st.st_ctim.tv_nsec};
+    XXH3_64bits_update(h, name, strlen(name) + 1);
+    XXH3_64bits_update(h, v, sizeof(v));
+}
+
+/* The rule file, or each rule file of the directory, as a digest. */
+static uint64_t fingerprint(const rules_watch *w)
+{
+    XXH3_state_t h;
+    XXH3_64bits_reset(&h);
+    mix_stat(&h, "", w->path);
+    DIR *d = opendir(w->path);
+    if (d) {
+        char path[RULES_WATCH_PATH_BYTES * 2];
+        unsigned n = 0;
+        for (struct dirent *e; (e = readdir(d)) && n < POLL_MAX_ENTRIES; n++) {
+            if (!rule_entry(e->d_name) || strncmp(e->d_name, "..", 2) == 0)
+                continue;
+            snprintf(path, sizeof(path), "%s/%s", w->path, e->d_name);
+            mix_stat(&h, e->d_name, path);
+        }
+        closedir(d);
+    }
+    return XXH3_64bits_digest(&h);
+}
+
+static void on_poll(uv_timer_t *t)
+{
+    rules_watch *w = t->data;
+    uint64_t now = fingerprint(w);
+    if (now != w->fingerprint) {
+        w->fingerprint = now;
+        w->rearm = true; /* the path may name another directory now */
+        settle(w);
+    }
+}
+
 /* @path split into w->path (no trailing slash), parent and name. */
 static void split(rules_watch *w, const char *path)
 {
@@ -123,6 +175,10 @@ int rules_watch_start(rules_watch *w, uv_loop_t *loop, const char *path, rules_w
     split(w, path);
     uv_timer_init(loop, &w->settle);
     w->settle.data = w;
+    uv_timer_init(loop, &w->poll);
+    w->poll.data = w;
+    w->fingerprint = fingerprint(w);
+    uv_timer_start(&w->poll, on_poll, POLL_MS, POLL_MS);
     uv_fs_event_init(loop, &w->parent_ev);
     uv_fs_event_init(loop, &w->dir_ev);
     w->parent_ev.data = w->dir_ev.data = w;
@@ -145,6 +201,7 @@ int rules_watch_start(rules_watch *w, uv_loop_t *loop, const char *path, rules_w
 void rules_watch_close(rules_watch *w)
 {
     uv_close((uv_handle_t *)&w->settle, NULL);
+    uv_close((uv_handle_t *)&w->poll, NULL);
     uv_close((uv_handle_t *)&w->parent_ev, NULL);
     uv_close((uv_handle_t *)&w->dir_ev, NULL);
 }

@@ -10,12 +10,16 @@
  * directory's .yaml and .yml files, and moves that watch to whatever the
  * path names after each such change (and on rules_watch_rearm(), which
  * SIGHUP calls). A watch that cannot be set is logged (watch_failed) and
- * tried again at the next change or SIGHUP.
+ * tried again at the next change or SIGHUP. Once a second the rule files
+ * are looked at as well (names, inodes, sizes, times, where symlinks
+ * lead): a change inotify did not report (it can miss one, and a network
+ * file system reports none) is caught within a second.
  */
 #ifndef WEIR_DAEMON_WATCH_H
 #define WEIR_DAEMON_WATCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 #define RULES_WATCH_PATH_BYTES 4096u
@@ -37,6 +41,8 @@ struct rules_watch {
     bool parent_on, dir_on, dir_failed;
     bool rearm; /* a change of the path itself: move dir_ev at the settle */
     uv_timer_t settle;
+    uv_timer_t poll;      /* once a second: the safety net under inotify */
+    uint64_t fingerprint; /* of the rule files, at the last look */
 };
 
 /** Watch @path on @loop; @changed runs after each change that settled.

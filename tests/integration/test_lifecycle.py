@@ -348,6 +348,24 @@ def test_watch_follows_a_swapped_symlink_to_the_rules(weir_factory, tmp_path):
     assert "requests_per_unit=3 " in other_limit(weir)
 
 
+def test_watch_sees_a_change_inotify_does_not_report(weir_factory, tmp_path):
+    """A rule file reached through a symlink from elsewhere: an edit of the
+    target makes no event in the watched directory. The once-a-second look
+    at the rule files catches it."""
+    (tmp_path / "elsewhere").mkdir()
+    target = tmp_path / "elsewhere" / "real.yaml"
+    target.write_text(rules(other=1))
+    (tmp_path / "config").mkdir()
+    os.symlink("../elsewhere/real.yaml", tmp_path / "config" / "rules.yaml")
+    weir = weir_factory(None, rules_path=tmp_path / "config")
+    assert "requests_per_unit=1 " in other_limit(weir)
+    time.sleep(0.05)
+    with open(target, "w") as f:  # in place: no event in config/
+        f.write(rules(other=2))
+    weir.wait_until(lambda: "requests_per_unit=2 " in other_limit(weir), timeout=3,
+                    what="the edit through the symlink")
+
+
 def test_bad_rules_at_start(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text("domain: test\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n")

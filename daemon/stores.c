@@ -90,7 +90,7 @@ static bool redis_options(const char *url, const serve_options *o, weir_redis_op
 static bool check_redis(const char *url, char *msg, size_t cap)
 {
     weir_redis_options ro;
-    char buf[1024];
+    char buf[4096];
     return redis_options(url, NULL, &ro, buf, sizeof(buf), msg, cap);
 }
 
@@ -99,7 +99,7 @@ static weir_status open_redis(weir_ctx *ctx, const serve_options *o, const char 
 {
     (void)spec;
     weir_redis_options ro;
-    char buf[1024];
+    char buf[4096];
     if (!redis_options(o->store, o, &ro, buf, sizeof(buf), msg, cap))
         return WEIR_EINVAL;
     weir_status st = weir_redis_store_new(ctx, &ro, out);
@@ -127,6 +127,7 @@ static const store_row stores[] = {
     {"memory", true, open_memory, NULL},
     {"redis", true, open_redis, check_redis},
     {"redis+unix", true, open_redis, check_redis},
+    {"redis+cluster", true, open_redis, check_redis},
     {"rediss", false, open_redis, check_redis}, /* refused with the reason */
 #ifdef WEIR_TEST_STORES
     {"memory+deferred", false, open_deferred, NULL},

@@ -36,6 +36,21 @@ extern "C" {
 /** Longest host name, unix socket path, user name or password. */
 #define WEIR_REDIS_MAX_FIELD 255u
 
+/** How a Redis store finds its servers. */
+typedef enum weir_redis_topology {
+    /** One server: host and port, or unix_path. */
+    WEIR_REDIS_SINGLE = 0,
+    /** A Redis Cluster: seeds names some of its nodes; the slot map read
+     *  from them says which master holds which key (since 0.2). */
+    WEIR_REDIS_CLUSTER = 1,
+    /** A master watched by Redis Sentinel: seeds names the sentinels,
+     *  master_name the master they watch (since 0.2). */
+    WEIR_REDIS_SENTINEL = 2,
+} weir_redis_topology;
+
+/** Most seeds (cluster nodes or sentinels) a store is given. */
+#define WEIR_REDIS_MAX_SEEDS 16u
+
 typedef struct weir_redis_options {
     /** sizeof(weir_redis_options). */
     size_t size;
@@ -72,6 +87,15 @@ typedef struct weir_redis_options {
      *  (exact: nothing can change it before T). Slots (a power of two);
      *  0 = off. weir_redis_options_init() sets 4096. */
     uint32_t deny_cache_slots;
+    /* Since 0.2. */
+    /** Single (the default), cluster or sentinel. */
+    weir_redis_topology topology;
+    /** Cluster and sentinel: "host:port,host:port,..." (IPv6 addresses
+     *  in brackets), 1 to WEIR_REDIS_MAX_SEEDS of them. host and port
+     *  are then the first seed's. */
+    const char *seeds;
+    /** Sentinel: the name of the master the sentinels watch. */
+    const char *master_name;
 } weir_redis_options;
 
 /** Defaults for every field but where Redis is. */
@@ -83,7 +107,11 @@ WEIR_API void weir_redis_options_init(weir_redis_options *o);
  *
  *   redis://[[user]:password@]host[:port][/db]     (port 6379, db 0)
  *   redis+unix://[[user]:password@]/path/to.sock[?db=N]
+ *   redis+cluster://[[user]:password@]host:port[,host:port...]
+ *   redis+sentinel://[[user]:password@]master-name@host:port[,host:port...][/db]
  *
+ * (cluster: the seed nodes; sentinel: the sentinels, port 26379 by
+ * default, and the credentials are the master's.)
  * IPv6 addresses go in brackets. User and password are percent-decoded.
  * `rediss://` is refused (this build's hiredis has no TLS). The strings
  * are written into @buf (@cap bytes), which @o then points into.

@@ -17,7 +17,7 @@
 #include "weir/engine.h"
 
 /* Every counter named by a caller starts so; no counter of the rules does
- * (theirs are "weir:1:" and the rest on a shared store, digests in
+ * (theirs are "weir:2:" and the rest on a shared store, digests in
  * memory). */
 #define PREFIX "weir:k:"
 #define PREFIX_LEN (sizeof(PREFIX) - 1)

@@ -1,14 +1,16 @@
 /*
  * keys.c - stable counter keys (keys.h):
  *
- *   weir:1:{TAG}:ID[:LEN:VALUE | :#HASH]...[:oRPU/WINDOW_US]
+ *   weir:2:TAG:ID[:LEN:VALUE | :#HASH]...[:oRPU/WINDOW_US]
  *
  * TAG is the domain, or "#" and its hash when it is longer than 64 bytes
- * or holds a brace: a Redis Cluster hashes only what is between the first
- * braces, so every counter of a domain shares a slot. ID is the limit's
- * identity in 32 lower-case hex digits. Each request value at a level that
- * counts values apart follows as its decimal length and bytes, or as "#"
- * and 32 hex digits of its XXH3-128 when longer than 64 bytes; the length
+ * or holds a brace. ID is the limit's identity in 32 lower-case hex
+ * digits. Each request value at a level that counts values apart follows
+ * as its decimal length and bytes, or as "#" and 32 hex digits of its
+ * XXH3-128 when longer than 64 bytes or holding a brace. So no key holds
+ * a brace: a Redis Cluster hashes the whole key, and counters spread over
+ * every shard (a request's keys may then live on several: the cluster
+ * store keeps its check-all-then-charge-all across them). The length
  * prefixes make the form injective whatever bytes a value holds (a value
  * with ':' in it never meets another key). A key that would still pass
  * WEIR__STABLE_KEY_MAX has its values as one hash ("*" and 32 hex). An
@@ -62,6 +64,7 @@ static void put_num(out *o, unsigned long long v)
     put(o, d, (size_t)n);
 }
 
+/* Written as itself: short, and no brace (a hash tag to a Redis Cluster). */
 static bool plain_tag(const char *s, size_t n)
 {
     return n <= VALUE_MAX && !memchr(s, '{', n) && !memchr(s, '}', n);
@@ -76,7 +79,7 @@ static void put_values(out *o, const weir__counter_name *n)
         const weir_entry *e = &n->entries[lv];
         const char *v = e->value ? e->value : "";
         put(o, ":", 1);
-        if (e->value_len > VALUE_MAX) {
+        if (!plain_tag(v, e->value_len)) {
             put_hash(o, '#', v, e->value_len);
         } else {
             put_num(o, e->value_len);
@@ -89,12 +92,12 @@ static void put_values(out *o, const weir__counter_name *n)
 size_t weir__stable_key(const weir__counter_name *n, char *p)
 {
     out o = {p, 0};
-    put(&o, "weir:1:{", 8);
+    put(&o, "weir:2:", 7);
     if (plain_tag(n->domain, n->domain_len))
         put(&o, n->domain, n->domain_len);
     else
         put_hash(&o, '#', n->domain, n->domain_len);
-    put(&o, "}:", 2);
+    put(&o, ":", 1);
     put_hex128(&o, n->id_hi, n->id_lo);
     /* the override's part is at most 2 + 10 + 1 + 20 bytes */
     const size_t room = WEIR__STABLE_KEY_MAX - 34;

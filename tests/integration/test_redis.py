@@ -98,7 +98,7 @@ def test_instances_share_exact_counters(weir_factory, redis_factory, pb):
     # 8 clients x 12 requests = 96 per algorithm, over three instances
     assert admitted == {k: LIMIT for k in ALGORITHMS}
     # the counters are in Redis, under the documented key format
-    keys = rd.client().keys("weir:1:{exact}:*")
+    keys = rd.client().keys("weir:2:exact:*")
     assert len(keys) >= len(ALGORITHMS), keys
     for w in weirs:
         assert w.metric("weir_redis_breaker_state") == 0
@@ -305,7 +305,7 @@ def test_evicted_key_is_a_fresh_key(weir_factory, redis_factory):
     for _ in range(3):
         assert w.check("api", {"closed": "evicted"}).status == 200
     c = rd.client()
-    (key,) = c.keys("weir:1:{api}:*")
+    (key,) = c.keys("weir:2:api:*")
     used = int(c.info("memory")["used_memory"])
     c.config_set("maxmemory", str(used + 2 * 1024 * 1024))
     junk = b"x" * 10000

@@ -130,8 +130,8 @@ static size_t limit_find(limit_set *set, const weir_limit *l, limit_slot **slot)
 }
 
 size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, size_t body_len,
-                          const weir__redis_batch *b, size_t nb, const char **argv, size_t *argvlen,
-                          char *numbuf)
+                          const weir__redis_batch *b, size_t nb, bool keys_in_args,
+                          const char **argv, size_t *argvlen, char *numbuf)
 {
     argv_out o = {argv, argvlen, 0, numbuf};
     size_t nops = 0;
@@ -140,11 +140,19 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
 
     arg(&o, cmd, cmd_len);
     arg(&o, body, body_len);
-    arg_u64(&o, nops);
+    if (keys_in_args) {
+        /* no keys declared: "3", k, the keys, then as format 2 */
+        arg(&o, "0", 1);
+        arg(&o, "3", 1);
+        arg_u64(&o, nops);
+    } else {
+        arg_u64(&o, nops);
+    }
     for (size_t j = 0; j < nb; j++)
         for (size_t i = 0; i < b[j].n; i++)
             arg(&o, b[j].ops[i].key, b[j].ops[i].key_len);
-    arg(&o, "2", 1); /* the wire format */
+    if (!keys_in_args)
+        arg(&o, "2", 1); /* the wire format */
     size_t at_nl = o.n++, at_lim = o.n;
 
     /* the batches go after room for a limit per op, and move down to the
@@ -343,7 +351,7 @@ weir_status weir__redis_limit_fits(const weir_limit *lim)
 weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us)
 {
     if (!op || !op->key || op->key_len == 0 || op->key_len > WEIR_MAX_KEY_BYTES || !op->limit ||
-        (unsigned)op->kind > (unsigned)WEIR_OP_RESET)
+        (unsigned)op->kind > (unsigned)WEIR__REDIS_OP_REFUND)
         return WEIR_EINVAL;
     weir_status st = weir__redis_limit_fits(op->limit);
     if (st != WEIR_OK)

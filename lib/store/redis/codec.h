@@ -39,6 +39,16 @@
  *            an op: kind hits lease l (weir_op's fields, decimal, and the
  *            index 1 .. L of its limit)
  *
+ * Format 3 is format 2 with the keys moved among the arguments, for a
+ * Redis Cluster node, where a call's declared keys must share one hash
+ * slot but a script may touch any key the node serves:
+ *
+ *   FCALL weir_v2 0  3 <k> key_1 .. key_k  <L> limit_1 .. (as format 2)
+ *
+ * The script then reads every key before it writes any, so that a key the
+ * node does not serve (the slot map moved on) fails the call with nothing
+ * charged ("Script attempted to access a non local key").
+ *
  * The reply is a flat array of integers: Redis's time in microseconds when
  * a batch asked for it (else 0), then each op's result, in order, in 1 to
  * 6 integers (Redis pays for every integer of a reply):
@@ -67,6 +77,7 @@
 #ifndef WEIR_STORE_REDIS_CODEC_H
 #define WEIR_STORE_REDIS_CODEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -86,6 +97,12 @@ extern const size_t weir__redis_script_len;
  * once where a script does it at every call: about 7 us less per call. */
 #define WEIR__REDIS_LIBRARY_HEAD "#!lua name=weir_v2\n"
 #define WEIR__REDIS_FUNCTION "weir_v2"
+
+/* An op kind of the script's own, past weir_op_kind's: give back the
+ * `hits` a TAKE of the same limit charged (the cluster store's refund of
+ * a batch denied on another node; cluster/span.c). Its result is allowed
+ * when there was a state. */
+#define WEIR__REDIS_OP_REFUND 4
 
 /* Arguments per op after the keys and the limits. */
 #define WEIR__REDIS_OP_ARGS 4u
@@ -110,13 +127,13 @@ typedef struct weir__redis_batch {
  * and ops. */
 static inline size_t weir__redis_argc(size_t nb, size_t nops)
 {
-    return 3u + nops + 2u + nops + 1u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS;
+    return 4u + nops + 2u + nops + 1u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS;
 }
 
 /* Bytes of text weir__redis_encode() may write for them. */
 static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
 {
-    return 24u * (3u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS) +
+    return 24u * (4u + nb * WEIR__REDIS_BATCH_ARGS + nops * WEIR__REDIS_OP_ARGS) +
            WEIR__REDIS_LIMIT_BYTES * nops;
 }
 
@@ -127,6 +144,8 @@ static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
  * @body, @body_len: the sha1 (40 hex digits) or the script's source
  * @b, @nb:          the batches (nb >= 1), their ops valid (a key, a limit;
  *                   RELEASE ops carry their lease)
+ * @keys_in_args:    format 3 (a cluster node's call): no key declared, the
+ *                   keys as arguments (see the format above)
  * @argv, @argvlen:  weir__redis_argc(nb, ops in all) entries, filled up
  *                   to the count returned
  * @numbuf:          weir__redis_numbuf_size(nb, ops in all) bytes: the
@@ -140,8 +159,8 @@ static inline size_t weir__redis_numbuf_size(size_t nb, size_t nops)
  * Returns the number of entries filled (weir__redis_argc() at most).
  */
 size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, size_t body_len,
-                          const weir__redis_batch *b, size_t nb, const char **argv, size_t *argvlen,
-                          char *numbuf);
+                          const weir__redis_batch *b, size_t nb, bool keys_in_args,
+                          const char **argv, size_t *argvlen, char *numbuf);
 
 /**
  * weir__redis_decode() - fill every op's status and result from the
@@ -187,6 +206,16 @@ weir_status weir__redis_limit_fits(const weir_limit *lim);
  * check (the script fails such a batch whole with WEIR_EINVAL).
  */
 weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us);
+
+/* Whether every op is of a kind a caller may submit (the script's own
+ * REFUND is the cluster store's alone). */
+static inline bool weir__redis_kinds_ok(const weir_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned)ops[i].kind > (unsigned)WEIR_OP_RESET)
+            return false;
+    return true;
+}
 
 /* Times the script accepts: 0 .. this (2^52 microseconds, the year 2112
  * from the Unix epoch); a later time is refused (WEIR_ERANGE per op). */

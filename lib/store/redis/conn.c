@@ -69,6 +69,8 @@ static void on_link_up(rsession *ss)
 {
     if (ss->q_head)
         arm_flush(ss, 0);
+    if (ss->up)
+        ss->up(ss->owner, ss);
 }
 
 /* ------------------------------------------------------------ calls */
@@ -118,15 +120,21 @@ static bool send_call(rsession *ss, rcall *c, bool eval)
     for (rbatch *b = c->batches; b; b = b->next)
         stack[i++] = b->b;
     size_t argc;
+    /* a solo batch declares its keys (one slot: Redis redirects the call
+     * as a whole); a node's other calls carry theirs as arguments */
+    bool solo = c->batches->solo;
+    bool args = ss->keys_in_args && !solo;
     if (ss->fcall)
         argc = weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION, strlen(WEIR__REDIS_FUNCTION),
-                                  stack, nb, ss->argv, ss->argvlen, ss->numbuf);
+                                  stack, nb, args, ss->argv, ss->argvlen, ss->numbuf);
     else if (eval)
         argc = weir__redis_encode("EVAL", 4, weir__redis_script, weir__redis_script_len, stack, nb,
-                                  ss->argv, ss->argvlen, ss->numbuf);
+                                  args, ss->argv, ss->argvlen, ss->numbuf);
     else
-        argc = weir__redis_encode("EVALSHA", 7, ss->sha, 40, stack, nb, ss->argv, ss->argvlen,
+        argc = weir__redis_encode("EVALSHA", 7, ss->sha, 40, stack, nb, args, ss->argv, ss->argvlen,
                                   ss->numbuf);
+    if (solo && c->batches->asking && redisAsyncCommand(ss->ac, NULL, NULL, "ASKING") != REDIS_OK)
+        return false;
     if (redisAsyncCommandArgv(ss->ac, on_call_reply, c, (int)argc, ss->argv, ss->argvlen) !=
         REDIS_OK)
         return false;
@@ -145,7 +153,8 @@ static rbatch *take_call(rsession *ss)
 {
     rbatch *first = ss->q_head, *last = first;
     size_t ops = first->b.n, nb = 1;
-    while (last->next && nb < 64 && ops + last->next->b.n <= CALL_MAX_OPS) {
+    while (!first->solo && last->next && !last->next->solo && nb < 64 &&
+           ops + last->next->b.n <= CALL_MAX_OPS) {
         last = last->next;
         ops += last->b.n;
         nb++;
@@ -222,6 +231,19 @@ static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
     }
     rbatch *list = c->batches;
     bool probe = list_has_probe(list);
+    if (reply && reply->type == REDIS_REPLY_ERROR && ss->redirect &&
+        weir__redis_elsewhere(reply->str, reply->len)) {
+        /* the cluster layer sends each batch where it belongs */
+        call_put(ss, c);
+        while (list) {
+            rbatch *b = list;
+            list = b->next;
+            void *arg = b->arg;
+            batch_put(ss, b);
+            ss->redirect(ss->owner, reply->str, reply->len, arg);
+        }
+        return;
+    }
     if (reply && script_gone(reply) && ss->ac) {
         /* load it again (a function library before the call, in order on
          * the connection; a script by sending the call with its source)
@@ -253,7 +275,7 @@ static void on_call_reply(redisAsyncContext *ac, void *r, void *privdata)
     if (st == WEIR_OK) {
         redis_count(&ss->rs->calls, 1);
         redis_count(&ss->rs->batches, n);
-        weir__breaker_success(&ss->rs->br, probe);
+        weir__breaker_success(ss->br, probe);
         for (rbatch *b = list; b; b = b->next)
             weir__deny_cache_note(ss->cache, b->b.ops, b->b.n, b->asked);
     } else {
@@ -339,36 +361,60 @@ static void on_deadline_timer(void *arg)
 
 /* ------------------------------------------------------------ the session */
 
+rsession *weir__redis_session_make(redis_store *rs, const weir_loop_adapter *loop, const char *host,
+                                   int port, breaker *br)
+{
+    weir_store *s = &rs->base;
+    rsession *ss = weir__calloc(s->ctx, 1, sizeof(*ss));
+    if (!ss)
+        return NULL;
+    ss->base.store = s;
+    ss->rs = rs;
+    ss->loop = *loop;
+    ss->host = host;
+    ss->port = port;
+    ss->br = br;
+    ss->jitter = (uint64_t)(uintptr_t)ss ^ (uint64_t)weir__redis_mono_us() ^ 0x9e3779b97f4a7c15ull;
+    if (ss->jitter == 0)
+        ss->jitter = 1;
+    if (weir__deny_cache_new(s->ctx, rs->o.deny_cache_slots, &ss->cache) != WEIR_OK) {
+        weir__free(s->ctx, ss);
+        return NULL;
+    }
+    ss->link_up = on_link_up;
+    weir__redis_link_connect(ss);
+    return ss;
+}
+
 weir_status weir__redis_session_new(weir_store *s, const weir_loop_adapter *loop,
                                     weir_store_session **out)
 {
     if (!weir_loop_has_io(loop))
         return WEIR_EINVAL;
     redis_store *rs = (redis_store *)s;
-    rsession *ss = weir__calloc(s->ctx, 1, sizeof(*ss));
+    rsession *ss = weir__redis_session_make(rs, loop, rs->o.host, rs->o.port, &rs->br);
     if (!ss)
         return WEIR_ENOMEM;
-    ss->base.store = s;
-    ss->rs = rs;
-    ss->loop = *loop;
-    ss->jitter = (uint64_t)(uintptr_t)ss ^ (uint64_t)weir__redis_mono_us() ^ 0x9e3779b97f4a7c15ull;
-    if (ss->jitter == 0)
-        ss->jitter = 1;
-    weir_status st = weir__deny_cache_new(s->ctx, rs->o.deny_cache_slots, &ss->cache);
-    if (st != WEIR_OK) {
-        weir__free(s->ctx, ss);
-        return st;
-    }
-    ss->link_up = on_link_up;
-    weir__redis_link_connect(ss);
     *out = &ss->base;
     return WEIR_OK;
+}
+
+bool weir__redis_session_idle(const rsession *ss)
+{
+    return !ss->q_head && !ss->f_head && !ss->ready_head;
 }
 
 weir_status weir__redis_session_submit(weir_store_session *base, weir_op *ops, size_t n,
                                        int64_t now_us, unsigned flags, weir_store_cb cb, void *arg)
 {
-    rsession *ss = (rsession *)base;
+    if (!weir__redis_kinds_ok(ops, n))
+        return WEIR_EINVAL;
+    return weir__redis_submit((rsession *)base, ops, n, now_us, flags, cb, arg, false, false);
+}
+
+weir_status weir__redis_submit(rsession *ss, weir_op *ops, size_t n, int64_t now_us, unsigned flags,
+                               weir_store_cb cb, void *arg, bool solo, bool asking)
+{
     redis_store *rs = ss->rs;
     int64_t batch_now = rs->o.redis_clock ? -1 : now_us;
     /* an op the script cannot decide exactly (a limit past its bounds, a
@@ -390,7 +436,9 @@ weir_status weir__redis_session_submit(weir_store_session *base, weir_op *ops, s
     b->deadline = mono + rs->o.timeout_us;
     b->probe = false;
     bool cached = weir__deny_cache_answer(ss->cache, ops, n, mono);
-    bool allowed = cached || weir__breaker_allow(&rs->br, mono, &b->probe);
+    b->solo = solo;
+    b->asking = asking;
+    bool allowed = cached || weir__breaker_allow(ss->br, mono, &b->probe);
     if (cached || !allowed || ss->state == S_DOWN) {
         /* answered on the loop's next iteration, without a call */
         if (cached)

@@ -72,7 +72,7 @@ bool weir__deny_cache_answer(deny_cache *c, weir_op *ops, size_t n, int64_t now_
         if (!cacheable(&ops[i]))
             return false;
         slot *s = find(c, &ops[i], &h);
-        /* the key names the limit too (weir:1:...:oRPU/WINDOW for overrides) */
+        /* the key names the limit too (weir:2:...:oRPU/WINDOW for overrides) */
         if (!XXH128_isEqual(s->key, h) || s->until <= now_mono)
             return false;
         hit[i] = s;

@@ -213,7 +213,7 @@ void weir__redis_link_connect(rsession *ss)
 {
     const weir_redis_options *o = &ss->rs->o;
     redisAsyncContext *ac =
-        o->unix_path ? redisAsyncConnectUnix(o->unix_path) : redisAsyncConnect(o->host, o->port);
+        o->unix_path ? redisAsyncConnectUnix(o->unix_path) : redisAsyncConnect(ss->host, ss->port);
     if (!ac || ac->err) {
         weir__log(ss->rs->base.ctx, WEIR_LOG_WARN, "event=redis_connect_failed error=\"%s\"",
                   ac ? ac->errstr : "out of memory");

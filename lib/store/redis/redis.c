@@ -7,11 +7,14 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <hiredis/hiredis.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "core/context.h"
+#include "store/redis/cluster/cluster.h"
 #include "store/redis/codec.h"
 #include "store/redis/reader.h"
 #include "store/redis/redis_internal.h"
@@ -112,6 +115,7 @@ static void r_destroy(weir_store *s)
 {
     redis_store *rs = (redis_store *)s;
     weir_ctx *ctx = s->ctx;
+    weir__rcluster_free(rs);
     weir__free(ctx, rs->strings);
     weir__free(ctx, rs->library);
     weir__free(ctx, rs);
@@ -127,9 +131,20 @@ static const weir__store_ops redis_ops = {
     .check_limit = weir__redis_limit_fits,
 };
 
+/* A cluster's: the same, its sessions routing over the nodes
+ * (cluster/cluster.c fills the session entries). */
+static weir__store_ops cluster_ops;
+static pthread_once_t cluster_ops_once = PTHREAD_ONCE_INIT;
+
+static void cluster_ops_init(void)
+{
+    cluster_ops = redis_ops;
+    weir__cluster_table(&cluster_ops);
+}
+
 static bool is_redis(const weir_store *s)
 {
-    return s && s->ops == &redis_ops;
+    return s && (s->ops == &redis_ops || s->ops == &cluster_ops);
 }
 
 #define OPTIONS_V1_SIZE (offsetof(weir_redis_options, deny_cache_slots) + sizeof(uint32_t))
@@ -142,16 +157,17 @@ static bool field_ok(const char *s)
 /* Copies the option strings into one allocation that @rs owns. */
 static bool copy_strings(redis_store *rs, const weir_redis_options *o)
 {
-    const char *src[4] = {o->host, o->unix_path, o->user, o->password};
-    const char **dst[4] = {&rs->o.host, &rs->o.unix_path, &rs->o.user, &rs->o.password};
+    const char *src[6] = {o->host, o->unix_path, o->user, o->password, o->seeds, o->master_name};
+    const char **dst[6] = {&rs->o.host,     &rs->o.unix_path, &rs->o.user,
+                           &rs->o.password, &rs->o.seeds,     &rs->o.master_name};
     size_t total = 0;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         total += src[i] ? strlen(src[i]) + 1 : 0;
     rs->strings = weir__malloc(rs->base.ctx, total ? total : 1);
     if (!rs->strings)
         return false;
     char *p = rs->strings;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         *dst[i] = NULL;
         if (!src[i])
             continue;
@@ -171,10 +187,25 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     weir_redis_options_init(&o);
     memcpy(&o, opts, opts->size < sizeof(o) ? opts->size : sizeof(o));
     o.size = sizeof(o);
-    if ((!o.host && !o.unix_path) || !field_ok(o.host) || !field_ok(o.unix_path) ||
-        !field_ok(o.user) || !field_ok(o.password) || (o.user && !o.password) ||
-        (!o.unix_path && (o.port < 1 || o.port > 65535)) || o.db < 0 || o.db > MAX_DB ||
-        o.timeout_us < 0 || o.connect_timeout_us < 0 || o.batch_window_us < 0 ||
+    weir__redis_seed seeds[WEIR_REDIS_MAX_SEEDS];
+    if (o.topology == WEIR_REDIS_CLUSTER || o.topology == WEIR_REDIS_SENTINEL) {
+        int k = weir__redis_seed_split(o.seeds, seeds, WEIR_REDIS_MAX_SEEDS);
+        if (k < 1 || (o.topology == WEIR_REDIS_CLUSTER && o.db != 0) ||
+            (o.topology == WEIR_REDIS_SENTINEL && (!o.master_name || !field_ok(o.master_name))))
+            return WEIR_EINVAL;
+        /* host and port: the first seed's, for messages and the start-up check */
+        o.unix_path = NULL;
+        o.host = NULL;
+        o.port = seeds[0].port;
+    } else if (o.topology != WEIR_REDIS_SINGLE) {
+        return WEIR_EINVAL;
+    }
+    if (o.topology == WEIR_REDIS_SENTINEL)
+        return WEIR_EINVAL; /* not yet */
+    if ((!o.host && !o.unix_path && o.topology == WEIR_REDIS_SINGLE) || !field_ok(o.host) ||
+        !field_ok(o.unix_path) || !field_ok(o.user) || !field_ok(o.password) ||
+        (o.user && !o.password) || (!o.unix_path && (o.port < 1 || o.port > 65535)) || o.db < 0 ||
+        o.db > MAX_DB || o.timeout_us < 0 || o.connect_timeout_us < 0 || o.batch_window_us < 0 ||
         o.breaker_window_us < 0 || o.breaker_cooldown_us < 0)
         return WEIR_EINVAL;
     if (o.timeout_us == 0)
@@ -207,6 +238,15 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     memcpy(rs->library, WEIR__REDIS_LIBRARY_HEAD, head);
     memcpy(rs->library + head, weir__redis_script, weir__redis_script_len + 1);
     weir__breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
+    if (o.topology == WEIR_REDIS_CLUSTER) {
+        pthread_once(&cluster_ops_once, cluster_ops_init);
+        rs->base.ops = &cluster_ops;
+        weir_status st = weir__rcluster_new(rs);
+        if (st != WEIR_OK) {
+            r_destroy(&rs->base);
+            return st;
+        }
+    }
     *out = &rs->base;
     return WEIR_OK;
 }
@@ -221,22 +261,21 @@ static weir_status refused(redisReply *r, const char *what, char *msg, size_t ca
     return WEIR_EINVAL;
 }
 
-weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
+/* Connect to one server as a session would (AUTH, SELECT, the script);
+ * on a cluster, read its slot map too. */
+static weir_status ping_one(redis_store *rs, const char *host, int port, char *msg, size_t cap)
 {
-    if (!is_redis(store) || !msg || cap == 0)
-        return WEIR_EINVAL;
-    redis_store *rs = (redis_store *)store;
     const weir_redis_options *o = &rs->o;
     struct timeval tv = {(time_t)(o->connect_timeout_us / 1000000),
                          (suseconds_t)(o->connect_timeout_us % 1000000)};
     redisContext *c = o->unix_path ? redisConnectUnixWithTimeout(o->unix_path, tv)
-                                   : redisConnectWithTimeout(o->host, o->port, tv);
+                                   : redisConnectWithTimeout(host, port, tv);
     if (!c || c->err) {
         const char *why = c ? c->errstr : "out of memory";
         if (o->unix_path)
             snprintf(msg, cap, "cannot reach Redis at %s: %s", o->unix_path, why);
         else
-            snprintf(msg, cap, "cannot reach Redis at %s:%d: %s", o->host, o->port, why);
+            snprintf(msg, cap, "cannot reach Redis at %s:%d: %s", host, port, why);
         redisFree(c);
         return WEIR_EUNAVAIL;
     }
@@ -259,6 +298,37 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
             freeReplyObject(r);
         }
     }
+    char what[96] = "";
+    if (st == WEIR_OK && o->topology == WEIR_REDIS_CLUSTER) {
+        redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+        weir__node_addr *nodes = r ? calloc(WEIR__MAX_NODES, sizeof(*nodes)) : NULL;
+        weir__slot_map *m = nodes ? malloc(sizeof(*m)) : NULL;
+        char err[160];
+        int covered = -1;
+        if (!r) {
+            snprintf(msg, cap, "Redis did not answer: %s", c->errstr);
+            st = WEIR_EUNAVAIL;
+        } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "cluster support disabled")) {
+            snprintf(msg, cap,
+                     "%s:%d is not a Redis Cluster node (cluster support disabled): use "
+                     "redis://",
+                     host, port);
+            st = WEIR_EINVAL;
+        } else if (m && (m->nodes = nodes,
+                         covered = weir__slot_map_parse(r, host, m, err, sizeof(err))) < 0) {
+            snprintf(msg, cap, "%s:%d: %s", host, port, err);
+            st = WEIR_EUNAVAIL;
+        } else if (!m) {
+            snprintf(msg, cap, "out of memory");
+            st = WEIR_ENOMEM;
+        } else {
+            snprintf(what, sizeof(what), "; the cluster has %zu masters, %d of 16384 slots served",
+                     m->n_nodes, covered);
+        }
+        freeReplyObject(r);
+        free(m);
+        free(nodes);
+    }
     for (int function = 1; st == WEIR_OK && function >= 0; function--) {
         redis_setup_cmd load;
         weir__redis_load_cmd(rs, function, &load);
@@ -272,13 +342,27 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
         } else if (r->type != REDIS_REPLY_STRING) {
             st = refused(r, "the script (SCRIPT LOAD)", msg, cap);
         } else {
-            snprintf(msg, cap, "Redis answers; %s %s loaded", function ? "function" : "script",
-                     r->str);
+            snprintf(msg, cap, "Redis answers; %s %s loaded%s", function ? "function" : "script",
+                     r->str, what);
             freeReplyObject(r);
         }
         break;
     }
     redisFree(c);
+    return st;
+}
+
+weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
+{
+    if (!is_redis(store) || !msg || cap == 0)
+        return WEIR_EINVAL;
+    redis_store *rs = (redis_store *)store;
+    if (!rs->cluster)
+        return ping_one(rs, rs->o.host, rs->o.port, msg, cap);
+    /* a cluster: the first seed that answers */
+    weir_status st = WEIR_EUNAVAIL;
+    for (size_t i = 0; i < rs->cluster->n_seeds && st == WEIR_EUNAVAIL; i++)
+        st = ping_one(rs, rs->cluster->seeds[i].host, rs->cluster->seeds[i].port, msg, cap);
     return st;
 }
 

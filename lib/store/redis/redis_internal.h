@@ -22,10 +22,22 @@ typedef struct redis_store {
     char *library;
     size_t library_len;
     breaker br;
+    struct rcluster *cluster; /* a Redis Cluster's nodes (cluster/cluster.c) */
     /* counters (weir_redis_stats), relaxed: each exact, the set a snapshot */
     _Atomic uint64_t connections, connects, connect_errors, calls, batches, timeouts, errors,
         rejected, script_reloads, cached;
 } redis_store;
+
+/* One server of a seed list (url.c). */
+typedef struct weir__redis_seed {
+    char host[WEIR_REDIS_MAX_FIELD + 1];
+    int port;
+} weir__redis_seed;
+
+/* Split "host:port,host:port,..." into @out (at most @max): the count, or
+ * -1 when the list is empty, too long or has an entry that is not
+ * host:port. */
+int weir__redis_seed_split(const char *seeds, weir__redis_seed *out, size_t max);
 
 /* Monotonic microseconds: timeouts and the breaker run on real time,
  * whatever clock decisions are made at. */

@@ -6,7 +6,8 @@ exactly as the C step functions (lib/algo/*.c) decide on their own state,
 for every limit weir__redis_limit_fits() accepts; an atomic batch runs as
 the memory store's run_atomic() does (lib/store/memstore.c).
 
-Keys: one per op. Arguments: 2 (the format), L, L limits (each one
+Keys: one per op (format 3: no key declared, and "3", k and the keys
+come first among the arguments). Arguments: 2 (the format), L, L limits (each one
 argument, "algorithm limit window_us burst sub_windows unit rate
 capacity"), m, then per batch "now flags n" and 4 per op: kind hits lease
 and the index (1 .. L) of its limit. Reply: Redis's TIME in microseconds
@@ -1059,6 +1060,88 @@ local function reset(key)
     return had
 end
 
+-- The TTL, in microseconds, `key` has or will have when this call ends;
+-- nil when it has none (gone, or never given one).
+local function ttl_of(key)
+    local k = slot[key]
+    if k and k ~= STALE and wk[k] then
+        return tonumber(wt[k]) * 1000
+    end
+    local t = rcall('PTTL', key)
+    if t > 0 then
+        return t * 1000
+    end
+    return nil
+end
+
+-- The cluster store's REFUND (kind 4): give back `hits` that a TAKE under
+-- L charged moments ago, on another call, for a batch another node
+-- denied. The state keeps its TTL (a refund never makes a key live
+-- longer), and a refund finds nothing to undo when the state has moved
+-- on (a new window, another algorithm's state, a key gone). Returns 1
+-- when there was a state to undo, else 0.
+local function refund(key, L, now, hits, i)
+    local algo = L.algo
+    if algo == 6 then -- the sliding log: its newest units go
+        if hits > 0 and rcall('ZPOPMAX', key, hits)[1] then
+            zchanged(key)
+            return 1
+        end
+        return 0
+    elseif algo == 8 or algo == 7 or not L.string then
+        return 0 -- a lease goes back by RELEASE; the counter below
+    end
+    local ttl = ttl_of(key)
+    local tag, x, y = state3(key, i)
+    if not ttl or tag ~= algo then
+        return 0
+    end
+    if algo == 5 then -- fixed window: the count of its window
+        if y >= hits then
+            y = y - hits
+        else
+            y = 0
+        end
+        sset(key, spack('<Bdd', 5, x, y), ttl)
+    elseif algo == 2 then -- GCRA: the TAT back by hits emission intervals
+        local d, m = L.d, L.m
+        local t = m == 1 and (y > 0 and 1 or 0) or cdiv(y, d)
+        local back = hits * L.tunit
+        local q = idiv(back, m)
+        x, t = x - q, t - (back - q * m)
+        if t < 0 then
+            x, t = x - 1, t + m
+        end
+        if x < now then
+            x, t = now, 0
+        end
+        sset(key, spack('<Bdd', 2, x, t * d), ttl)
+    else -- the buckets: the level down by hits units
+        local need = hits * L.unit
+        sset(key, spack('<Bdd', algo, x > need and x - need or 0, y), ttl)
+    end
+    return 1
+end
+
+-- The sliding window counter's refund: the newest sub-window's count.
+local function refund_counter(key, L, hits, i)
+    local n = L.k + 1
+    local v = sget(key, i)
+    local ttl = ttl_of(key)
+    if not ttl or not v or #v ~= 9 + 8 * n then
+        return 0
+    end
+    local c = {sunpack(L.fmt, v)}
+    if c[1] ~= 7 then
+        return 0
+    end
+    local at = 3 + c[2] - idiv(c[2], n) * n
+    c[at] = c[at] > hits and c[at] - hits or 0
+    c[#c] = nil -- sunpack's next position
+    sset(key, spack(L.fmt, unpack(c)), ttl)
+    return 1
+end
+
 -- An op of an independent batch: decided and charged on its own.
 local function run_one(i, a, now)
     local kind, L = Argv[a], Lims[Argv[a + 3]] or lim_of(a)
@@ -1072,6 +1155,17 @@ local function run_one(i, a, now)
         end
     elseif kind == '3' then
         emit(OK, reset(Keys[i]), 0, 0, 0, 0, 0, 0)
+    elseif kind == '4' and L.f then
+        local hits = tonumber(Argv[a + 1])
+        local had = 0
+        if L.ban then
+            had = 0
+        elseif L.algo == 7 then
+            had = refund_counter(Keys[i], L, hits, i)
+        else
+            had = refund(Keys[i], L, now, hits, i)
+        end
+        emit(OK, had, 0, 0, 0, 0, 0, 0)
     elseif kind ~= '2' or not L.f then
         emit(EINVAL)
     elseif L.algo ~= 8 then
@@ -1182,19 +1276,26 @@ local function main(keys, argv)
     if not floor then
         bind()
     end
-    Keys, Argv, rcall, rpcall = keys, argv, redis.call, redis.pcall
-    if argv[1] ~= '2' then
+    rcall, rpcall = redis.call, redis.pcall
+    -- format 3 (a cluster node): the keys among the arguments, read one
+    -- by one before anything is written
+    local b, local_keys = 0, false
+    if argv[1] == '3' then
+        local nk = tonumber(argv[2])
+        keys, b, local_keys = {unpack(argv, 3, 2 + nk)}, 1 + nk, true
+    elseif argv[1] ~= '2' then
         return redis.error_reply('weir: unknown wire format ' .. tostring(argv[1]))
     end
+    Keys, Argv = keys, argv
     -- the limit table
-    local nl = argv[2]
+    local nl = argv[2 + b]
     nl = NUMS[nl] or num(nl)
     local strings = false
     Lims = {}
     for l = 1, nl do
-        local L = lim(argv[2 + l])
+        local L = lim(argv[2 + b + l])
         if not L then
-            return redis.error_reply('weir: not a limit: ' .. tostring(argv[2 + l]))
+            return redis.error_reply('weir: not a limit: ' .. tostring(argv[2 + b + l]))
         end
         local k = IDX[l]
         if not k then
@@ -1207,7 +1308,15 @@ local function main(keys, argv)
     slot, expire, nw, nout = {}, nil, 0, 1
     -- every op's string state at once
     local nk = #keys
-    if not strings then
+    if local_keys then
+        -- keys of several slots: one MGET each (a sorted set's reads nil),
+        -- which fails the call here, before any write, for a key this
+        -- node does not serve
+        fetched = {}
+        for k = 1, nk do
+            fetched[k] = rcall('MGET', keys[k])[1]
+        end
+    elseif not strings then
         fetched = {}
     elseif nk <= MGET_CHUNK then
         fetched = rcall('MGET', unpack(keys))
@@ -1225,7 +1334,7 @@ local function main(keys, argv)
         end
     end
     local clock = nil
-    local a, i = 4 + nl, 1
+    local a, i = 4 + b + nl, 1
     local m = argv[a - 1]
     for _ = 1, NUMS[m] or num(m) do
         local now = argv[a]
@@ -1273,7 +1382,13 @@ local function main(keys, argv)
 end
 
 if redis.register_function then
-    redis.register_function('weir_v2', main) -- FUNCTION LOAD: once
+    -- FUNCTION LOAD: once. A cluster node's call (format 3) touches keys
+    -- of several slots, all its own; a script run by EVAL may as it is.
+    redis.register_function {
+        function_name = 'weir_v2',
+        callback = main,
+        flags = {'allow-cross-slot-keys'},
+    }
 else
     return main(KEYS, ARGV) -- EVAL, EVALSHA: every call
 end

@@ -7,6 +7,7 @@
 #define WEIR_STORE_REDIS_SESSION_H
 
 #include <hiredis/async.h>
+#include <string.h>
 
 #include "core/context.h"
 #include "store/redis/codec.h"
@@ -23,6 +24,8 @@ typedef struct rbatch {
     int64_t deadline;
     weir_status status; /* on the ready list: what it completes with */
     bool probe;         /* the breaker's half-open probe */
+    bool solo;          /* sent in a call of its own, its keys declared */
+    bool asking;        /* a solo batch sent after ASKING (a slot migrating) */
 } rbatch;
 
 typedef struct rcall {
@@ -40,6 +43,19 @@ typedef struct rsession {
     weir_store_session base;
     redis_store *rs;
     weir_loop_adapter loop;
+    /* where it connects (the store's address, or a cluster node's), and
+     * the breaker of that server */
+    const char *host;
+    int port;
+    breaker *br;
+    /* a cluster node: calls in format 3 (codec.h), and an error that says
+     * a key is elsewhere (MOVED, ASK, a non-local key, ...) hands each
+     * batch of the call to the cluster layer, its rbatch already freed */
+    bool keys_in_args;
+    void (*redirect)(void *owner, const char *err, size_t len, void *arg);
+    /* a cluster node: its connection is up (the slot map can be asked) */
+    void (*up)(void *owner, struct rsession *ss);
+    void *owner;
     redisAsyncContext *ac;
     void *watch;
     unsigned watch_events;
@@ -132,7 +148,7 @@ static inline size_t list_len(const rbatch *b)
 
 static inline void note_failure(rsession *ss, bool probe)
 {
-    if (weir__breaker_failure(&ss->rs->br, weir__redis_mono_us(), probe))
+    if (weir__breaker_failure(ss->br, weir__redis_mono_us(), probe))
         weir__log(ss->rs->base.ctx, WEIR_LOG_WARN,
                   "event=redis_breaker state=open cooldown_ms=%lld; decisions follow their "
                   "failure_mode until a probe gets through",
@@ -168,6 +184,33 @@ static inline void timer_cancel(rsession *ss, void **t)
         ss->loop.timer_stop(ss->loop.data, *t);
         *t = NULL;
     }
+}
+
+/* conn.c: a session to @host:@port (NULL: the store's unix socket) under
+ * @br, for the store's own sessions and a cluster's node sessions. */
+rsession *weir__redis_session_make(redis_store *rs, const weir_loop_adapter *loop, const char *host,
+                                   int port, breaker *br);
+
+/* conn.c: submit a batch, solo (in a call of its own, its keys declared:
+ * one slot) and after ASKING if asked. weir__redis_session_submit() is
+ * this with neither. */
+weir_status weir__redis_submit(rsession *ss, weir_op *ops, size_t n, int64_t now_us, unsigned flags,
+                               weir_store_cb cb, void *arg, bool solo, bool asking);
+
+/* conn.c: nothing queued, in flight or to be answered. */
+bool weir__redis_session_idle(const rsession *ss);
+
+/* An error that says a key is served elsewhere, or not now: the cluster
+ * layer's to handle (cluster/cluster.c). */
+static inline bool weir__redis_elsewhere(const char *err, size_t len)
+{
+    static const char *const words[] = {"MOVED ", "ASK ", "TRYAGAIN", "CLUSTERDOWN", "READONLY"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        size_t n = strlen(words[i]);
+        if (len >= n && memcmp(err, words[i], n) == 0)
+            return true;
+    }
+    return strstr(err, "non local key") != NULL;
 }
 
 /* link.c: the connection */

@@ -3,14 +3,17 @@
  *
  *   redis://[[user]:password@]host[:port][/db]
  *   redis+unix://[[user]:password@]/path/to.sock[?db=N]
+ *   redis+cluster://[[user]:password@]host:port,host:port,...
+ *   redis+sentinel://[[user]:password@]master@host:port,...[/db]
  *
  * Hand-written: the grammar is this small one, and the messages must
  * never echo the password (a general URL parser's errors would).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "weir/redis.h"
+#include "store/redis/redis_internal.h"
 
 #define MAX_URL 2048u
 
@@ -196,6 +199,147 @@ static weir_status parse_unix(const char *s, out_buf *ob, weir_redis_options *o,
     return WEIR_OK;
 }
 
+/* One "host:port" (an IPv6 host in brackets) of a list, s[0..n). */
+static bool seed_ok(const char *s, size_t n)
+{
+    const char *end = s + n, *port;
+    if (n > 0 && *s == '[') {
+        const char *close = memchr(s, ']', n);
+        if (!close || close == s + 1 || close + 1 >= end || close[1] != ':')
+            return false;
+        port = close + 2;
+    } else {
+        const char *colon = memchr(s, ':', n);
+        if (!colon || colon == s || memchr(colon + 1, ':', (size_t)(end - colon - 1)))
+            return false;
+        port = colon + 1;
+    }
+    long v;
+    return port - s <= (long)WEIR_REDIS_MAX_FIELD &&
+           parse_uint(port, (size_t)(end - port), 65535, &v) && v > 0;
+}
+
+int weir__redis_seed_split(const char *seeds, weir__redis_seed *out, size_t max)
+{
+    size_t n = 0;
+    const char *s = seeds;
+    if (!s || !*s)
+        return -1;
+    for (;;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (n >= max || !seed_ok(s, len))
+            return -1;
+        weir__redis_seed *o = &out[n++];
+        const char *colon = s + len;
+        while (*--colon != ':')
+            ;
+        const char *h = s, *he = colon;
+        if (*h == '[')
+            h++, he--;
+        memcpy(o->host, h, (size_t)(he - h));
+        o->host[he - h] = '\0';
+        o->port = (int)strtol(colon + 1, NULL, 10);
+        if (!comma)
+            return (int)n;
+        s = comma + 1;
+    }
+}
+
+/* The seed list after the userinfo: copied whole, checked, the first one
+ * made host and port. */
+static weir_status seed_list(const char *s, size_t n, out_buf *ob, weir_redis_options *o,
+                             int default_port, char *err, size_t cap)
+{
+    char list[MAX_URL + 1];
+    size_t len = 0;
+    /* a seed without a port gets the default one */
+    for (const char *p = s, *end = s + n; p < end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *e = comma ? comma : end;
+        const char *last = e;
+        while (last > p && last[-1] != ':' && last[-1] != ']')
+            last--;
+        bool has_port = last > p && last[-1] == ':';
+        if (len + (size_t)(e - p) + 8 > MAX_URL)
+            return fail(err, cap, "the list of servers is too long");
+        memcpy(list + len, p, (size_t)(e - p));
+        len += (size_t)(e - p);
+        if (!has_port)
+            len += (size_t)snprintf(list + len, 8, ":%d", default_port);
+        if (comma)
+            list[len++] = ',';
+        p = comma ? comma + 1 : end;
+    }
+    list[len] = '\0';
+    weir__redis_seed seeds[WEIR_REDIS_MAX_SEEDS];
+    int k = weir__redis_seed_split(list, seeds, WEIR_REDIS_MAX_SEEDS);
+    if (k < 0)
+        return fail(err, cap,
+                    "the servers must be host:port,host:port,... (at most 16; IPv6 in brackets)");
+    /* the seeds go unescaped (a host holds no '%'); host and port are the first's */
+    o->seeds = put(ob, list, len, false);
+    o->host = o->seeds ? put(ob, seeds[0].host, strlen(seeds[0].host), false) : NULL;
+    if (!o->seeds || !o->host)
+        return fail(err, cap, "the list of servers is too long");
+    o->port = seeds[0].port;
+    o->unix_path = NULL;
+    return WEIR_OK;
+}
+
+/* redis+cluster://[userinfo@]host:port,...: no database (a cluster has
+ * only 0) */
+static weir_status parse_cluster(const char *s, out_buf *ob, weir_redis_options *o, char *err,
+                                 size_t cap)
+{
+    const char *end = s + strlen(s), *rest;
+    if (memchr(s, '/', (size_t)(end - s)))
+        return fail(err, cap, "a Redis Cluster has only database 0: no /db in the URL");
+    weir_status st = userinfo(s, end, ob, o, &rest, err, cap);
+    if (st != WEIR_OK)
+        return st;
+    o->topology = WEIR_REDIS_CLUSTER;
+    o->db = 0;
+    return seed_list(rest, (size_t)(end - rest), ob, o, 6379, err, cap);
+}
+
+/* redis+sentinel://[userinfo@]master@host:port,...[/db] */
+static weir_status parse_sentinel(const char *s, out_buf *ob, weir_redis_options *o, char *err,
+                                  size_t cap)
+{
+    const char *end = s + strlen(s);
+    const char *at = NULL;
+    for (const char *p = s; p < end; p++)
+        if (*p == '@')
+            at = p;
+    if (!at)
+        return fail(err, cap, "no master name: write redis+sentinel://master-name@host:port,...");
+    const char *slash = memchr(at, '/', (size_t)(end - at));
+    const char *hosts_end = slash ? slash : end;
+    /* the master's name follows the credentials' '@', if there are any */
+    const char *name = s;
+    for (const char *p = s; p < at; p++)
+        if (*p == '@')
+            name = p + 1;
+    if (name > s) {
+        const char *rest;
+        weir_status st = userinfo(s, name, ob, o, &rest, err, cap);
+        if (st != WEIR_OK)
+            return st;
+    }
+    if (name == at || !(o->master_name = put(ob, name, (size_t)(at - name), true)))
+        return fail(err, cap, "the master name is empty, too long or badly escaped");
+    o->topology = WEIR_REDIS_SENTINEL;
+    o->db = 0;
+    if (slash && slash + 1 < end) {
+        long v;
+        if (!parse_uint(slash + 1, (size_t)(end - slash - 1), 1000000, &v))
+            return fail(err, cap, "the database (after '/') must be a number");
+        o->db = (int)v;
+    }
+    return seed_list(at + 1, (size_t)(hosts_end - at - 1), ob, o, 26379, err, cap);
+}
+
 weir_status weir_redis_url_parse(const char *url, weir_redis_options *o, char *buf, size_t cap,
                                  char *err, size_t err_cap)
 {
@@ -206,6 +350,13 @@ weir_status weir_redis_url_parse(const char *url, weir_redis_options *o, char *b
     out_buf ob = {buf, cap};
     o->user = NULL;
     o->password = NULL;
+    o->topology = WEIR_REDIS_SINGLE;
+    o->seeds = NULL;
+    o->master_name = NULL;
+    if (strncmp(url, "redis+cluster://", 16) == 0)
+        return parse_cluster(url + 16, &ob, o, err, err_cap);
+    if (strncmp(url, "redis+sentinel://", 17) == 0)
+        return parse_sentinel(url + 17, &ob, o, err, err_cap);
     if (strncmp(url, "redis://", 8) == 0)
         return parse_tcp(url + 8, &ob, o, err, err_cap);
     if (strncmp(url, "redis+unix://", 13) == 0)
@@ -216,6 +367,6 @@ weir_status weir_redis_url_parse(const char *url, weir_redis_options *o, char *b
                     "has no TLS; reach Redis over a TLS tunnel on loopback instead "
                     "(docs/OPERATIONS.md)");
     return fail(err, err_cap,
-                "not a Redis URL: expected redis://host:port or "
-                "redis+unix:///path/to.sock");
+                "not a Redis URL: expected redis://host:port, redis+unix:///path/to.sock, "
+                "redis+cluster://host:port,... or redis+sentinel://master@host:port,...");
 }

@@ -321,7 +321,7 @@ static void errors_name_the_setting(void **unused)
          "HEADER=KEY\n"},
         {"--store", "etcd://127.0.0.1",
          "weir serve: --store 'etcd://127.0.0.1': not a store of this build (stores: "
-         "memory redis redis+unix)\n"},
+         "memory redis redis+unix redis+cluster)\n"},
         {"--store", "rediss://:pw@127.0.0.1",
          "weir serve: --store 'rediss://:***@127.0.0.1': rediss:// (TLS) is not supported: "
          "this build's hiredis (Debian 12's 0.14) has no TLS; reach Redis over a TLS tunnel "

@@ -220,7 +220,7 @@ static void names_apart_from_rules(void **unused)
     world w;
     open_default(&w);
     weir_limit l = gcra(1, 1);
-    const char *names[] = {"api", "hal", "user", "weir:1:{api}", "1:{api}"};
+    const char *names[] = {"api", "hal", "user", "weir:2:api", "2:api"};
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
         assert_true(take(&w, names[i], &l, 1, 0).result.allowed);
         assert_false(take(&w, names[i], &l, 1, 0).result.allowed);

@@ -43,20 +43,20 @@ static void format_as_documented(void **unused)
     weir_entry e[2] = {{"path", 4, "/pay", 4}, {"user", 4, "alice", 5}};
     weir__match_result m = match_of(2, 2u); /* the path exact, the user counted */
     size_t n = key_of("api", &m, e, k);
-    const char want[] = "weir:1:{api}:" ID ":5:alice";
+    const char want[] = "weir:2:api:" ID ":5:alice";
     assert_int_equal(n, sizeof(want) - 1);
     assert_memory_equal(k, want, n);
 
     /* no value counted apart: the limit's identity alone */
     m = match_of(2, 0);
     n = key_of("api", &m, e, k);
-    assert_int_equal(n, sizeof("weir:1:{api}:" ID) - 1);
+    assert_int_equal(n, sizeof("weir:2:api:" ID) - 1);
 
     /* an override of the limit ends the key */
     m = match_of(2, 2u);
     weir__counter_name o = {"api", 3, 0x1111, 0x2222, &m, e, true, 10, 60000000};
     n = weir__stable_key(&o, k);
-    const char over[] = "weir:1:{api}:" ID ":5:alice:o10/60000000";
+    const char over[] = "weir:2:api:" ID ":5:alice:o10/60000000";
     assert_int_equal(n, sizeof(over) - 1);
     assert_memory_equal(k, over, n);
 }
@@ -93,9 +93,9 @@ static void long_values_are_hashed_not_cut(void **unused)
     weir__match_result m = match_of(1, 1u);
     weir_entry e64[1] = {{"k", 1, v, 64}}, e65[1] = {{"k", 1, v, 65}};
     size_t n = key_of("d", &m, e64, k1);
-    assert_int_equal(n, sizeof("weir:1:{d}:" ID ":64:") - 1 + 64);
+    assert_int_equal(n, sizeof("weir:2:d:" ID ":64:") - 1 + 64);
     n = key_of("d", &m, e65, k1);
-    assert_int_equal(n, sizeof("weir:1:{d}:" ID ":#") - 1 + 32);
+    assert_int_equal(n, sizeof("weir:2:d:" ID ":#") - 1 + 32);
     /* two long values differing in their last byte differ */
     char w[200];
     memcpy(w, v, sizeof(w));
@@ -112,27 +112,34 @@ static void long_values_are_hashed_not_cut(void **unused)
         many[i] = (weir_entry){"k", 1, v, 60};
     n1 = key_of("d", &deep, many, k1);
     assert_true(n1 <= WEIR__STABLE_KEY_MAX);
-    assert_int_equal(n1, sizeof("weir:1:{d}:" ID ":*") - 1 + 32);
+    assert_int_equal(n1, sizeof("weir:2:d:" ID ":*") - 1 + 32);
     many[19].value = w + 140; /* one byte of one value changes */
     n2 = key_of("d", &deep, many, k2);
     assert_memory_not_equal(k1, k2, n1);
 }
 
-/* The domain is the hash tag when Redis can route by it as it is. */
-static void domain_is_the_hash_tag(void **unused)
+/* No key holds a brace, so a Redis Cluster hashes the whole key: a domain
+ * or a value with one is written as its hash. */
+static void no_key_holds_a_brace(void **unused)
 {
     (void)unused;
     char k[WEIR__STABLE_KEY_MAX];
     weir__match_result m = match_of(0, 0);
     size_t n = key_of("a}b", &m, NULL, k);
-    assert_memory_equal(k, "weir:1:{#", 9);
-    assert_int_equal(k[9 + 32], '}');
-    assert_int_equal(n, 9 + 32 + 2 + 32);
+    assert_memory_equal(k, "weir:2:#", 8);
+    assert_int_equal(k[8 + 32], ':');
+    assert_int_equal(n, 8 + 32 + 1 + 32);
     char big[100];
     memset(big, 'd', sizeof(big) - 1);
     big[99] = '\0';
     n = key_of(big, &m, NULL, k);
-    assert_memory_equal(k, "weir:1:{#", 9);
+    assert_memory_equal(k, "weir:2:#", 8);
+    weir__match_result m1 = match_of(1, 1u);
+    weir_entry e[1] = {{"k", 1, "{user}", 6}};
+    n = key_of("api", &m1, e, k);
+    assert_int_equal(n, sizeof("weir:2:api:" ID ":#") - 1 + 32);
+    assert_null(memchr(k, '{', n));
+    assert_null(memchr(k, '}', n));
 }
 
 int main(void)
@@ -141,7 +148,7 @@ int main(void)
         cmocka_unit_test(format_as_documented),
         cmocka_unit_test(values_are_length_prefixed),
         cmocka_unit_test(long_values_are_hashed_not_cut),
-        cmocka_unit_test(domain_is_the_hash_tag),
+        cmocka_unit_test(no_key_holds_a_brace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

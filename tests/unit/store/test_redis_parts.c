@@ -12,6 +12,7 @@
 
 #include "store/redis/breaker.h"
 #include "store/redis/deny_cache.h"
+#include "store/redis/redis_internal.h"
 #include "weir/weir.h"
 
 /* ------------------------------------------------------------ URLs */
@@ -19,7 +20,7 @@
 typedef struct parsed {
     weir_status st;
     weir_redis_options o;
-    char buf[1024];
+    char buf[2048];
     char err[256];
 } parsed;
 
@@ -116,6 +117,63 @@ static void test_url_errors(void **state)
     assert_int_equal(parse(url)->st, WEIR_EPARSE);
     /* the message never holds the password */
     parsed *p = parse("redis://:hunter2@h:99999");
+    assert_int_equal(p->st, WEIR_EPARSE);
+    assert_null(strstr(p->err, "hunter2"));
+}
+
+static void cluster_and_sentinel_urls(void **unused)
+{
+    (void)unused;
+    parsed *p = parse("redis+cluster://:s3cret@127.0.0.1:7001,[::1]:7002,node3");
+    assert_int_equal(p->st, WEIR_OK);
+    assert_int_equal(p->o.topology, WEIR_REDIS_CLUSTER);
+    assert_string_equal(p->o.seeds, "127.0.0.1:7001,[::1]:7002,node3:6379");
+    assert_string_equal(p->o.host, "127.0.0.1");
+    assert_int_equal(p->o.port, 7001);
+    assert_string_equal(p->o.password, "s3cret");
+    weir__redis_seed seeds[WEIR_REDIS_MAX_SEEDS];
+    assert_int_equal(weir__redis_seed_split(p->o.seeds, seeds, WEIR_REDIS_MAX_SEEDS), 3);
+    assert_string_equal(seeds[1].host, "::1");
+    assert_int_equal(seeds[1].port, 7002);
+    assert_string_equal(seeds[2].host, "node3");
+
+    p = parse("redis+sentinel://app:pw@mymaster@10.0.0.1,10.0.0.2:5000/2");
+    assert_int_equal(p->st, WEIR_OK);
+    assert_int_equal(p->o.topology, WEIR_REDIS_SENTINEL);
+    assert_string_equal(p->o.master_name, "mymaster");
+    assert_string_equal(p->o.seeds, "10.0.0.1:26379,10.0.0.2:5000");
+    assert_string_equal(p->o.user, "app");
+    assert_string_equal(p->o.password, "pw");
+    assert_int_equal(p->o.db, 2);
+    p = parse("redis+sentinel://mymaster@h");
+    assert_int_equal(p->st, WEIR_OK);
+    assert_null(p->o.password);
+    assert_string_equal(p->o.seeds, "h:26379");
+
+    /* a single server's URL leaves the topology single */
+    p = parse("redis://h:1");
+    assert_int_equal(p->o.topology, WEIR_REDIS_SINGLE);
+    assert_null(p->o.seeds);
+
+    const char *bad[] = {
+        "redis+cluster://",
+        "redis+cluster://h:1/0",
+        "redis+cluster://h:1,,h:2",
+        "redis+cluster://h:0",
+        "redis+cluster://h:1:2",
+        "redis+cluster://[::1:7000",
+        "redis+cluster://a:1,b:1,c:1,d:1,e:1,f:1,g:1,h:1,i:1,j:1,k:1,l:1,m:1,n:1,o:1,p:1,q:1",
+        "redis+sentinel://h:26379",
+        "redis+sentinel://@h:26379",
+        "redis+sentinel://m@h:26379/x",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        p = parse(bad[i]);
+        assert_int_equal(p->st, WEIR_EPARSE);
+        assert_true(p->err[0] != '\0');
+    }
+    /* the password never shows in a message */
+    p = parse("redis+cluster://:hunter2@h:1,,");
     assert_int_equal(p->st, WEIR_EPARSE);
     assert_null(strstr(p->err, "hunter2"));
 }
@@ -286,6 +344,7 @@ int main(void)
         cmocka_unit_test(test_url_tcp),
         cmocka_unit_test(test_url_unix),
         cmocka_unit_test(test_url_errors),
+        cmocka_unit_test(cluster_and_sentinel_urls),
         cmocka_unit_test(test_breaker_opens_after_failures_in_window),
         cmocka_unit_test(test_breaker_window_forgets_old_failures),
         cmocka_unit_test(test_breaker_lost_probe),

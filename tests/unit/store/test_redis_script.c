@@ -57,6 +57,7 @@ static redis_server g_srv;
 static redisContext *g_c;
 static char g_sha[41];
 static bool g_fcall; /* call the function library, not the script */
+static bool g_args;  /* format 3: the keys among the arguments (a cluster node's calls) */
 
 /* ------------------------------------------------------------------ setup */
 
@@ -172,9 +173,9 @@ static weir_status script_call(weir__redis_batch *b, size_t nb, bool persist, in
     assert_true(argv && argvlen && num);
     if (g_fcall)
         argc = weir__redis_encode("FCALL", 5, WEIR__REDIS_FUNCTION, strlen(WEIR__REDIS_FUNCTION), b,
-                                  nb, argv, argvlen, num);
+                                  nb, g_args, argv, argvlen, num);
     else
-        argc = weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, argv, argvlen, num);
+        argc = weir__redis_encode("EVALSHA", 7, g_sha, 40, b, nb, g_args, argv, argvlen, num);
     assert_true(argc <= weir__redis_argc(nb, nops));
 
     redisReply *r, *whole = NULL;
@@ -962,6 +963,19 @@ static void random_mixed_function(void **unused)
     g_fcall = false;
 }
 
+/* Format 3 (a cluster node's calls: the keys among the arguments, read
+ * one by one), by script and by function. */
+static void random_mixed_keys_in_args(void **unused)
+{
+    (void)unused;
+    g_args = true;
+    random_trace("random:mixed_args", WEIR_ALGO_TOKEN_BUCKET, CALLS, true);
+    g_fcall = true;
+    random_trace("random:mixed_args_function", WEIR_ALGO_TOKEN_BUCKET, CALLS, true);
+    g_fcall = false;
+    g_args = false;
+}
+
 /*
  * The reference's atomic batches are the memory store's own: on monotone
  * times (the store keeps a clock per shard that never goes back), the same
@@ -1327,9 +1341,70 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     op.key_len = WEIR_MAX_KEY_BYTES + 1;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     op.key_len = 1;
-    op.kind = (weir_op_kind)(WEIR_OP_RESET + 1);
+    /* the script's own REFUND may be sent; a caller may not submit it */
+    op.kind = (weir_op_kind)WEIR__REDIS_OP_REFUND;
+    assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_OK);
+    assert_false(weir__redis_kinds_ok(&op, 1));
+    op.kind = (weir_op_kind)(WEIR__REDIS_OP_REFUND + 1);
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     assert_int_equal(weir__redis_op_ok(NULL, T0), WEIR_EINVAL);
+}
+
+/* One op alone in a call at T0 (format 3, as a cluster node gets it). */
+static weir_op one_op(const char *key, const weir_limit *lim, int kind, uint64_t hits)
+{
+    weir_op op = {
+        .key = key, .key_len = strlen(key), .limit = lim, .kind = (weir_op_kind)kind, .hits = hits};
+    weir__redis_batch b = {&op, 1, T0 + 5 * S, 0};
+    g_args = true;
+    assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+    g_args = false;
+    assert_int_equal(op.status, WEIR_OK);
+    return op;
+}
+
+/* The cluster store's REFUND gives back what a TAKE charged, for every
+ * algorithm but the concurrency limiter's (whose leases go back by
+ * RELEASE): a look after the refund sees what it saw before the take. */
+static void refund_gives_back_a_take(void **unused)
+{
+    (void)unused;
+    flushall();
+    const weir_limit lims[] = {
+        compile4(WEIR_ALGO_TOKEN_BUCKET, 10, S, 20, 0),
+        compile4(WEIR_ALGO_GCRA, 10, S, 20, 0),
+        compile4(WEIR_ALGO_GCRA, 7, 3 * S, 5, 0),
+        compile4(WEIR_ALGO_LEAKY_BUCKET, 10, S, 20, 0),
+        compile4(WEIR_ALGO_LEAKY_SHAPER, 10, S, 20, 0),
+        compile(WEIR_ALGO_FIXED_WINDOW, 10, HOUR),
+        compile(WEIR_ALGO_SLIDING_LOG, 10, MIN),
+        compile4(WEIR_ALGO_SLIDING_COUNTER, 10, MIN, 0, 3),
+    };
+    for (size_t i = 0; i < sizeof(lims) / sizeof(lims[0]); i++) {
+        char key[32];
+        snprintf(key, sizeof(key), "refund:%zu", i);
+        /* some use first, so there is a state to undo into */
+        if (!one_op(key, &lims[i], WEIR_OP_TAKE, 1).result.allowed)
+            fail_msg("%s: the first take is denied", key);
+        weir_op before = one_op(key, &lims[i], WEIR_OP_CHECK, 1);
+        weir_op take = one_op(key, &lims[i], WEIR_OP_TAKE, 3);
+        if (!take.result.allowed)
+            fail_msg("%s: the take is denied", key);
+        assert_true(take.result.remaining < before.result.remaining);
+        weir_op back = one_op(key, &lims[i], WEIR__REDIS_OP_REFUND, 3);
+        assert_true(back.result.allowed); /* there was a state */
+        weir_op after = one_op(key, &lims[i], WEIR_OP_CHECK, 1);
+        if (after.result.remaining != before.result.remaining)
+            fail_msg("%s: remaining %llu before the take, %llu after its refund", key,
+                     (unsigned long long)before.result.remaining,
+                     (unsigned long long)after.result.remaining);
+        /* the key keeps a TTL: it still goes when at rest */
+        redisReply *r = redisCommand(g_c, "PTTL %s", key);
+        assert_true(r && r->type == REDIS_REPLY_INTEGER && r->integer > 0);
+        freeReplyObject(r);
+    }
+    /* nothing to undo on a key that is not there */
+    assert_false(one_op("refund:none", &lims[0], WEIR__REDIS_OP_REFUND, 1).result.allowed);
 }
 
 /* An argument vector joined by '|', NUL as '_'. */
@@ -1363,14 +1438,14 @@ static void encode_follows_the_wire_format(void **unused)
     weir__redis_batch b[2] = {{a, 2, 1234567, WEIR_BATCH_ATOMIC | WEIR_BATCH_DIGESTS},
                               {c, 1, -1, 0}};
     size_t argc = weir__redis_argc(2, 3);
-    assert_int_equal(argc, 3 + 3 + 2 + 3 + 1 + 2 * 3 + 3 * 4);
+    assert_int_equal(argc, 4 + 3 + 2 + 3 + 1 + 2 * 3 + 3 * 4);
     const char *argv[64];
     size_t argvlen[64];
-    char num[1024];
+    char num[2048];
     assert_true(weir__redis_numbuf_size(2, 3) <= sizeof(num));
     /* two limits, not three */
-    assert_int_equal(weir__redis_encode("EVAL", 4, "return 0", 8, b, 2, argv, argvlen, num),
-                     argc - 1);
+    assert_int_equal(weir__redis_encode("EVAL", 4, "return 0", 8, b, 2, false, argv, argvlen, num),
+                     argc - 2);
     char want_tb[128], want_sc[128];
     snprintf(want_tb, sizeof(want_tb), "1 10 1000000 20 0 %lld %lld %lld", (long long)tb.unit,
              (long long)tb.rate, (long long)tb.capacity);
@@ -1382,9 +1457,20 @@ static void encode_follows_the_wire_format(void **unused)
              "-|0|1|2|0|12345678901234|1",
              want_tb, want_sc);
     char got[1024];
-    join_argv(argv, argvlen, argc - 1, got, sizeof(got));
+    join_argv(argv, argvlen, argc - 2, got, sizeof(got));
     assert_string_equal(got, want);
     assert_ptr_equal(argv[4], a[1].key); /* keys are borrowed */
+
+    /* format 3: no key declared, the keys after "3" and their count */
+    assert_int_equal(weir__redis_encode("EVAL", 4, "return 0", 8, b, 2, true, argv, argvlen, num),
+                     argc - 1);
+    snprintf(want, sizeof(want),
+             "EVAL|return 0|0|3|3|ka|k_b|kc|2|%s|%s|2|1234567|1|2|"
+             "0|3|0|1|1|18446744073709551615|0|2|"
+             "-|0|1|2|0|12345678901234|1",
+             want_tb, want_sc);
+    join_argv(argv, argvlen, argc - 1, got, sizeof(got));
+    assert_string_equal(got, want);
 }
 
 /* The number argument i of a vector (its text is not NUL-terminated). */
@@ -1425,7 +1511,7 @@ static void encode_sends_each_limit_once(void **unused)
     size_t *argvlen = calloc(cap, sizeof(*argvlen));
     char *num = malloc(weir__redis_numbuf_size(8, NOPS));
     assert_true(argv && argvlen && num);
-    size_t argc = weir__redis_encode("FCALL", 5, "f", 1, b, 8, argv, argvlen, num);
+    size_t argc = weir__redis_encode("FCALL", 5, "f", 1, b, 8, false, argv, argvlen, num);
     assert_true(argc <= cap);
     /* the head: FCALL f k keys 2 L */
     size_t at = 3 + NOPS;
@@ -2098,6 +2184,8 @@ int main(void)
         cmocka_unit_test(random_concurrency),
         cmocka_unit_test(random_mixed),
         cmocka_unit_test(random_mixed_function),
+        cmocka_unit_test(random_mixed_keys_in_args),
+        cmocka_unit_test(refund_gives_back_a_take),
         cmocka_unit_test(atomic_batches_match_the_memory_store),
         cmocka_unit_test(big_costs),
         cmocka_unit_test(limits_fit_at_their_bounds),

@@ -516,52 +516,6 @@ static void render_refusals(metrics *m, weir_buf *b)
         }
 }
 
-/* The Redis store's state and counters, when the store is one. */
-static void render_redis(weir_store *store, weir_buf *b)
-{
-    weir_redis_stats r;
-    if (weir_redis_stats_get(store, &r) != WEIR_OK)
-        return;
-    metrics_header(b, "weir_redis_breaker_state", "gauge",
-                   "The Redis circuit breaker: 0 closed, 1 open, 2 half-open.");
-    weir_buf_printf(b, "weir_redis_breaker_state %d\n", (int)r.breaker);
-    metrics_header(b, "weir_redis_connections", "gauge",
-                   "Connections to Redis up now (one per worker).");
-    weir_buf_printf(b, "weir_redis_connections %llu\n", (unsigned long long)r.connections);
-    static const struct {
-        const char *name, *help;
-        size_t off;
-    } counters[] = {
-        {"weir_redis_breaker_opened_total", "Times the Redis circuit breaker opened.",
-         offsetof(weir_redis_stats, breaker_opened)},
-        {"weir_redis_connects_total", "Connections to Redis made.",
-         offsetof(weir_redis_stats, connects)},
-        {"weir_redis_connect_errors_total", "Connections to Redis that failed or were lost.",
-         offsetof(weir_redis_stats, connect_errors)},
-        {"weir_redis_calls_total", "Script calls Redis answered.",
-         offsetof(weir_redis_stats, calls)},
-        {"weir_redis_batches_total", "Decision batches those calls carried.",
-         offsetof(weir_redis_stats, batches)},
-        {"weir_redis_timeouts_total", "Decision batches Redis did not answer in time.",
-         offsetof(weir_redis_stats, timeouts)},
-        {"weir_redis_errors_total", "Decision batches failed by an error or a lost connection.",
-         offsetof(weir_redis_stats, errors)},
-        {"weir_redis_rejected_total", "Decision batches failed at once by the open breaker.",
-         offsetof(weir_redis_stats, rejected)},
-        {"weir_redis_script_reloads_total", "Script calls sent again after NOSCRIPT.",
-         offsetof(weir_redis_stats, script_reloads)},
-        {"weir_redis_cached_total",
-         "Decision batches denied by the local over-limit cache, without a call to Redis.",
-         offsetof(weir_redis_stats, cached)},
-    };
-    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-        uint64_t v;
-        memcpy(&v, (const char *)&r + counters[i].off, sizeof(v));
-        metrics_header(b, counters[i].name, "counter", counters[i].help);
-        weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)v);
-    }
-}
-
 void metrics_render(metrics *m, weir_store *store, weir_buf *b)
 {
     weir_buf_printf(b,
@@ -601,5 +555,5 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
         weir_buf_printf(b, "weir_store_expirations_total %llu\n",
                         (unsigned long long)st.expirations);
     }
-    render_redis(store, b);
+    metrics_render_redis(store, b);
 }

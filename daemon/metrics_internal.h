@@ -100,6 +100,10 @@ void metrics_count_upstream(metrics_shard *s, const weir_request *req, size_t i,
 void metrics_put_label(weir_buf *b, const char *v);
 void metrics_header(weir_buf *b, const char *name, const char *type, const char *help);
 
+/* metrics_redis.c: the Redis store's state and counters, when the store
+ * is one (a cluster's per node too). */
+void metrics_render_redis(weir_store *store, weir_buf *b);
+
 /** Upstream's ratelimit_service_rate_limit_* series. */
 void metrics_render_upstream(metrics *m, weir_buf *b);
 

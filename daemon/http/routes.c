@@ -490,6 +490,20 @@ static void batch_post(routes_state *rs, http_answer *a, const weir_http1_reques
 
 /* 200 while serving (with Redis down too: decisions follow their failure
  * mode, and the details say so), 503 while draining. */
+
+/* A Redis Cluster's nodes and their breakers: "nodes":{"host:port":"closed",...}
+ * (at most 64 listed; a cluster has as many masters as that rarely). */
+static void health_nodes(weir_store *store, weir_buf *b)
+{
+    weir_redis_node nodes[64];
+    size_t n = weir_redis_nodes_get(store, nodes, 64);
+    weir_buf_puts(b, ",\"nodes\":{");
+    for (size_t i = 0; i < n && i < 64; i++)
+        weir_buf_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", nodes[i].address,
+                        weir_redis_breaker_name(nodes[i].breaker));
+    weir_buf_putc(b, '}');
+}
+
 static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     (void)rs;
@@ -506,11 +520,18 @@ static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *
                     : !healthy ? "no_rules"
                     : degraded ? "degraded"
                                : "ok");
-    if (redis)
+    if (redis) {
+        weir_redis_cluster_stats c = {.size = sizeof(c)};
+        bool cluster = weir_redis_cluster_stats_get(w->srv->store, &c) == WEIR_OK;
         weir_buf_printf(&w->body,
-                        ",\"store\":{\"type\":\"redis\",\"breaker\":\"%s\","
-                        "\"connections\":%llu}",
-                        weir_redis_breaker_name(r.breaker), (unsigned long long)r.connections);
+                        ",\"store\":{\"type\":\"%s\",\"breaker\":\"%s\","
+                        "\"connections\":%llu",
+                        cluster ? "redis_cluster" : "redis", weir_redis_breaker_name(r.breaker),
+                        (unsigned long long)r.connections);
+        if (cluster)
+            health_nodes(w->srv->store, &w->body);
+        weir_buf_putc(&w->body, '}');
+    }
     weir_buf_putc(&w->body, '}');
     if (!weir_buf_ok(&w->body)) {
         http_answer_problem(a, 500, "out of memory");

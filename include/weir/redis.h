@@ -153,7 +153,9 @@ typedef enum weir_redis_breaker {
     WEIR_REDIS_HALF_OPEN = 2, /* one probe call is under way */
 } weir_redis_breaker;
 
-/** Counters of a Redis store, summed over its sessions. */
+/** Counters of a Redis store, summed over its sessions. On a cluster,
+ *  `breaker` is the worst of the nodes' (open, then half-open) and
+ *  `breaker_opened` their sum. */
 typedef struct weir_redis_stats {
     weir_redis_breaker breaker;
     uint64_t breaker_opened; /* times the breaker opened */
@@ -172,6 +174,37 @@ typedef struct weir_redis_stats {
 /** Fill @out. Returns WEIR_OK, or WEIR_EINVAL when @store is not a Redis
  *  store. Thread-safe; each counter is exact, the set a snapshot. */
 WEIR_API weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out);
+
+/** A Redis Cluster store's routing (Since 0.2). */
+typedef struct weir_redis_cluster_stats {
+    /** sizeof(weir_redis_cluster_stats), set by the caller. */
+    size_t size;
+    uint64_t nodes;         /* masters met so far (each has a breaker) */
+    uint64_t refreshes;     /* slot maps read (CLUSTER SLOTS) */
+    uint64_t moved;         /* MOVED answers (and calls refused for a key
+                               the node does not serve), followed */
+    uint64_t asked;         /* ASK answers (a slot migrating), followed */
+    uint64_t split;         /* batches decided over several nodes */
+    uint64_t refunds;       /* charges given back for batches another node
+                               denied */
+    uint64_t refund_errors; /* refunds that could not be made */
+} weir_redis_cluster_stats;
+
+/** Fill @out (out->size set). Returns WEIR_OK, or WEIR_EINVAL when @store
+ *  is not a Redis Cluster store. Thread-safe. */
+WEIR_API weir_status weir_redis_cluster_stats_get(weir_store *store, weir_redis_cluster_stats *out);
+
+/** A cluster node's breaker: "host:port", its state and times opened. */
+typedef struct weir_redis_node {
+    char address[WEIR_REDIS_MAX_FIELD + 8];
+    weir_redis_breaker breaker;
+    uint64_t breaker_opened;
+} weir_redis_node;
+
+/** The nodes a Redis Cluster store has met (masters now or before), up
+ *  to @cap of them into @out; returns how many there are (0 for a store
+ *  that is not a cluster's). Thread-safe. Since 0.2. */
+WEIR_API size_t weir_redis_nodes_get(weir_store *store, weir_redis_node *out, size_t cap);
 
 /** The breaker state's name: "closed", "open", "half_open". */
 WEIR_API const char *weir_redis_breaker_name(weir_redis_breaker b);

@@ -375,6 +375,8 @@ weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out)
     redis_store *rs = (redis_store *)store;
     out->breaker = weir__breaker_state(&rs->br);
     out->breaker_opened = atomic_load(&rs->br.opened);
+    if (rs->cluster)
+        weir__rcluster_breakers(rs, &out->breaker, &out->breaker_opened);
     out->connections = atomic_load(&rs->connections);
     out->connects = atomic_load(&rs->connects);
     out->connect_errors = atomic_load(&rs->connect_errors);
@@ -386,4 +388,19 @@ weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *out)
     out->script_reloads = atomic_load(&rs->script_reloads);
     out->cached = atomic_load(&rs->cached);
     return WEIR_OK;
+}
+
+weir_status weir_redis_cluster_stats_get(weir_store *store, weir_redis_cluster_stats *out)
+{
+    if (!is_redis(store) || !((redis_store *)store)->cluster || !out || out->size < sizeof(*out))
+        return WEIR_EINVAL;
+    weir__rcluster_stats((redis_store *)store, out);
+    return WEIR_OK;
+}
+
+size_t weir_redis_nodes_get(weir_store *store, weir_redis_node *out, size_t cap)
+{
+    if (!is_redis(store) || !((redis_store *)store)->cluster)
+        return 0;
+    return weir__rcluster_nodes((redis_store *)store, out, cap);
 }

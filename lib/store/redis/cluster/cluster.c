@@ -92,12 +92,58 @@ static cnode_shared *shared_node(redis_store *rs, const char *host, int port)
             weir__breaker_init(&out->br, rs->o.breaker_failures, rs->o.breaker_window_us,
                                rs->o.breaker_cooldown_us);
             c->nodes[c->n] = out;
-            atomic_store(&c->n_published, c->n + 1);
             c->n++;
+            atomic_store_explicit(&c->n_published, c->n, memory_order_release);
         }
     }
     pthread_mutex_unlock(&c->lock);
     return out;
+}
+
+static size_t nodes_now(rcluster *c)
+{
+    return atomic_load_explicit(&c->n_published, memory_order_acquire);
+}
+
+void weir__rcluster_stats(redis_store *rs, weir_redis_cluster_stats *out)
+{
+    rcluster *c = rs->cluster;
+    out->nodes = nodes_now(c);
+    out->refreshes = atomic_load(&c->refreshes);
+    out->moved = atomic_load(&c->moved);
+    out->asked = atomic_load(&c->asked);
+    out->split = atomic_load(&c->split);
+    out->refunds = atomic_load(&c->refunds);
+    out->refund_errors = atomic_load(&c->refund_errors);
+}
+
+void weir__rcluster_breakers(redis_store *rs, weir_redis_breaker *worst, uint64_t *opened)
+{
+    rcluster *c = rs->cluster;
+    size_t n = nodes_now(c);
+    *worst = WEIR_REDIS_CLOSED;
+    *opened = 0;
+    for (size_t i = 0; i < n; i++) {
+        weir_redis_breaker b = weir__breaker_state(&c->nodes[i]->br);
+        if (b == WEIR_REDIS_OPEN || (b == WEIR_REDIS_HALF_OPEN && *worst == WEIR_REDIS_CLOSED))
+            *worst = b;
+        *opened += atomic_load(&c->nodes[i]->br.opened);
+    }
+}
+
+size_t weir__rcluster_nodes(redis_store *rs, weir_redis_node *out, size_t cap)
+{
+    rcluster *c = rs->cluster;
+    size_t n = nodes_now(c);
+    for (size_t i = 0; i < n && i < cap; i++) {
+        cnode_shared *sh = c->nodes[i];
+        bool v6 = strchr(sh->addr.host, ':') != NULL;
+        snprintf(out[i].address, sizeof(out[i].address), v6 ? "[%s]:%d" : "%s:%d", sh->addr.host,
+                 sh->addr.port);
+        out[i].breaker = weir__breaker_state(&sh->br);
+        out[i].breaker_opened = atomic_load(&sh->br.opened);
+    }
+    return n;
 }
 
 /* ------------------------------------------------------------ a session's nodes */

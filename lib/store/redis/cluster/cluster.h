@@ -27,7 +27,7 @@ typedef struct rcluster {
     weir__redis_seed seeds[WEIR_REDIS_MAX_SEEDS];
     size_t n_seeds;
     /* counters (weir_redis_stats), relaxed */
-    _Atomic uint64_t refreshes, moved, asked, spans, refunds, refund_errors;
+    _Atomic uint64_t refreshes, moved, asked, split, refunds, refund_errors;
 } rcluster;
 
 /* A node, as one session has it. */
@@ -90,6 +90,10 @@ typedef struct csession {
 weir_status weir__rcluster_new(redis_store *rs);
 void weir__rcluster_free(redis_store *rs);
 void weir__cluster_table(weir__store_ops *ops);
+/* Counters and the nodes' breakers (weir_redis_*_get()). */
+void weir__rcluster_stats(redis_store *rs, weir_redis_cluster_stats *out);
+void weir__rcluster_breakers(redis_store *rs, weir_redis_breaker *worst, uint64_t *opened);
+size_t weir__rcluster_nodes(redis_store *rs, weir_redis_node *out, size_t cap);
 /* Send @p where its ops' slots are (split over nodes if need be), or all
  * alone (@alone), or to @ask_to after ASKING. */
 weir_status weir__cluster_route(csession *cs, cpart *p, unsigned hops_left, bool alone,

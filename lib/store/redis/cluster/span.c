@@ -167,6 +167,7 @@ static bool go_multi(csession *cs, cspan *sp)
     if (sp->multi)
         return true;
     sp->multi = true;
+    redis_count(&cs->rs->cluster->split, 1);
     if (!(sp->flags & WEIR_BATCH_ATOMIC))
         return true;
     sp->charged = sp->n <= sizeof(sp->inl_charged)
@@ -256,7 +257,6 @@ weir_status weir__cluster_span_start(csession *cs, weir_op *ops, size_t n, int64
                   .pending = 1,
                   .submitting = true,
                   .cs = cs};
-    redis_count(&cs->rs->cluster->spans, 1);
     cpart *p = part_get(cs, sp, 0);
     if (!p) {
         span_put(cs, sp);

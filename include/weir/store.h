@@ -129,8 +129,9 @@ WEIR_API weir_status weir_store_submit(weir_store *store, weir_op *ops, size_t n
  *  own). */
 #define WEIR_STORE_SHARED_KEYS 0x2u
 /** Capability: WEIR_BATCH_ATOMIC holds only when every key of the batch
- *  routes to the same slot (a Redis Cluster); a batch over several slots
- *  is checked and charged slot by slot. */
+ *  routes to the same slot; a batch over several slots is checked and
+ *  charged slot by slot. No store of this library sets it: the Redis
+ *  Cluster store keeps atomic batches whole across its nodes. */
 #define WEIR_STORE_ATOMIC_SLOT 0x4u
 
 /** The store's WEIR_STORE_* bits; 0 for NULL. Never changes for a store.

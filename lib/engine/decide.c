@@ -398,6 +398,11 @@ static void decide_locally(decision *dc, weir_op *ops, size_t n, bool atomic)
     weir_engine *e = dc->engine;
     if (!e->fallback || ops < dc->ops || ops >= dc->ops + WEIR_ENGINE_MAX_LIMITS)
         return; /* no fallback, or count_rejected's extra charges */
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += ops[i].status != WEIR_OK;
+    if (failed == 0)
+        return;
     weir_op local[WEIR_ENGINE_MAX_LIMITS];
     weir_limit lims[WEIR_ENGINE_MAX_LIMITS];
     pending *owner[WEIR_ENGINE_MAX_LIMITS];
@@ -442,11 +447,11 @@ static void decide_locally(decision *dc, weir_op *ops, size_t n, bool atomic)
 static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
 {
     decision *dc = arg;
-    if (status != WEIR_OK) {
+    if (status != WEIR_OK)
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
-        decide_locally(dc, ops, n, false);
-    }
+    /* the whole batch failed, or some ops did (a Redis Cluster node down) */
+    decide_locally(dc, ops, n, false);
     if (batch_count(dc, -1) == 0)
         finish(dc);
 }
@@ -477,11 +482,10 @@ static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_st
 static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 {
     decision *dc = arg;
-    if (status != WEIR_OK) {
+    if (status != WEIR_OK)
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
-        decide_locally(dc, ops, n, true);
-    }
+    decide_locally(dc, ops, n, true);
     /* count_rejected charges follow a denial by the store itself */
     bool denied = false;
     for (size_t i = 0; status == WEIR_OK && i < n; i++)

@@ -62,8 +62,15 @@ static dstore *of(weir_store *s)
 static void complete(dstore *ds, held *h, weir_status closing)
 {
     weir_status st = closing ? closing : h->verdict;
-    if (st == WEIR_OK)
+    if (st == WEIR_OK) {
         st = weir_memstore_run(ds->inner, h->ops, h->n, h->now_us, h->flags);
+    } else if (!closing && ds->o.fail_ops && st != WEIR_ETIMEDOUT) {
+        /* each op fails on its own, the batch completes (a cluster with a
+         * node down) */
+        for (size_t i = 0; i < h->n; i++)
+            h->ops[i].status = st;
+        st = WEIR_OK;
+    }
     atomic_fetch_sub(&ds->pending, 1);
     weir_store_cb cb = h->cb;
     void *arg = h->arg;
@@ -369,6 +376,8 @@ weir_status weir_deferred_options_parse(const char *spec, weir_deferred_options 
             o.delay_us = (int64_t)num * 1000;
         } else if (KEY("fail_every")) {
             o.fail_every = (unsigned)num;
+        } else if (KEY("fail_ops") && num <= 1) {
+            o.fail_ops = num == 1;
         } else if (KEY("refuse_every")) {
             o.refuse_every = (unsigned)num;
         } else if (KEY("timeout_every")) {

@@ -32,6 +32,9 @@ typedef struct weir_deferred_options {
      * fail_status instead of being decided; 0 = never. */
     unsigned fail_every;
     weir_status fail_status; /* 0 = WEIR_EUNAVAIL */
+    /* A failed batch completes with WEIR_OK and fail_status in each op's
+     * status (as a Redis Cluster store's batch whose node is down). */
+    bool fail_ops;
     /* Every Nth submit is refused: it returns fail_status at once. */
     unsigned refuse_every;
     /* Every Nth batch completes with WEIR_ETIMEDOUT after timeout_us
@@ -62,7 +65,7 @@ size_t weir_deferred_store_drain(weir_store *store);
 
 /**
  * Options from text: comma-separated `order=fifo|reverse|interleave`,
- * `delay_ms=N`, `fail_every=N`, `refuse_every=N`, `timeout_every=N`,
+ * `delay_ms=N`, `fail_every=N`, `fail_ops=0|1`, `refuse_every=N`, `timeout_every=N`,
  * `timeout_ms=N`, `shared_keys=0|1`; "" is the defaults. Returns WEIR_OK or WEIR_EINVAL.
  */
 weir_status weir_deferred_options_parse(const char *spec, weir_deferred_options *out);

@@ -926,54 +926,64 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
     deferred_opts.fail_every = 1;
     bool was = deferred;
     deferred = true;
-    world w;
-    open_world(&w, rules);
-    weir_store *fallback;
-    assert_int_equal(weir_memstore_new(w.ctx, NULL, &fallback), WEIR_OK);
-    weir_engine *e;
-    weir_engine_options o = {
-        .size = sizeof(o), .store = w.store, .fallback = fallback, .instances = 2};
-    assert_int_equal(weir_engine_new(w.ctx, &o, test_rules_parse(w.ctx, rules), &e), WEIR_OK);
-    weir_engine_reader_free(w.reader);
-    weir_engine_free(w.engine);
-    w.engine = e;
-    assert_int_equal(weir_engine_reader_new(e, &w.reader), WEIR_OK);
+    /* the whole batch failed, then each op of it (a cluster's node down) */
+    for (int per_op = 0; per_op < 2; per_op++) {
+        deferred_opts.fail_ops = per_op == 1;
+        world w;
+        open_world(&w, rules);
+        weir_store *fallback;
+        assert_int_equal(weir_memstore_new(w.ctx, NULL, &fallback), WEIR_OK);
+        weir_engine *e;
+        weir_engine_options o = {
+            .size = sizeof(o), .store = w.store, .fallback = fallback, .instances = 2};
+        assert_int_equal(weir_engine_new(w.ctx, &o, test_rules_parse(w.ctx, rules), &e), WEIR_OK);
+        weir_engine_reader_free(w.reader);
+        weir_engine_free(w.engine);
+        w.engine = e;
+        assert_int_equal(weir_engine_reader_new(e, &w.reader), WEIR_OK);
 
-    weir_entry user[] = {E("user", "u")}, ip[] = {E("ip", "1.2.3.4")}, app[] = {E("app", "a")};
-    weir_descriptor du = {user, 1, false, 0, NULL}, di = {ip, 1, false, 0, NULL},
-                    da = {app, 1, false, 0, NULL};
-    weir_descriptor_status st[2];
-    /* user: 10 / 2 instances = 5 here */
-    for (int i = 0; i < 5; i++) {
-        assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK);
-        assert_true(st[0].failure_mode);
+        weir_entry user[] = {E("user", "u")}, ip[] = {E("ip", "1.2.3.4")}, app[] = {E("app", "a")};
+        weir_descriptor du = {user, 1, false, 0, NULL}, di = {ip, 1, false, 0, NULL},
+                        da = {app, 1, false, 0, NULL};
+        weir_descriptor_status st[2];
+        /* user: 10 / 2 instances = 5 here */
+        for (int i = 0; i < 5; i++) {
+            assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OK);
+            assert_true(st[0].failure_mode);
+            assert_true(st[0].local);
+            assert_true(st[0].outcomes[0].local);
+            assert_int_equal(st[0].remaining, (uint64_t)(4 - i));
+        }
+        assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
         assert_true(st[0].local);
-        assert_true(st[0].outcomes[0].local);
-        assert_int_equal(st[0].remaining, (uint64_t)(4 - i));
+        /* ip: its own share, 30% of 10 */
+        for (int i = 0; i < 3; i++)
+            assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OK);
+        assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+        /* deny stays deny, and is not local */
+        assert_int_equal(decide(&w, "api", &da, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+        assert_true(st[0].failure_mode);
+        assert_false(st[0].local);
+        /* atomic: a local denial charges nothing else locally */
+        weir_entry user2[] = {E("user", "v")};
+        weir_descriptor both[2] = {{user2, 1, false, 0, NULL}, {ip, 1, false, 0, NULL}};
+        assert_int_equal(decide(&w, "api", both, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
+        assert_int_equal(st[0].code, WEIR_CODE_OK);
+        assert_int_equal(st[0].remaining, 5); /* looked at, not charged */
+        assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
+        weir_engine_reader_free(w.reader);
+        weir_engine_free(w.engine);
+        weir_store_free(fallback);
+        w.reader = NULL;
+        w.engine = NULL;
+        close_world(&w);
     }
-    assert_int_equal(decide(&w, "api", &du, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
-    assert_true(st[0].local);
-    /* ip: its own share, 30% of 10 */
-    for (int i = 0; i < 3; i++)
-        assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OK);
-    assert_int_equal(decide(&w, "api", &di, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
-    /* deny stays deny, and is not local */
-    assert_int_equal(decide(&w, "api", &da, 1, 0, 0, st), WEIR_CODE_OVER_LIMIT);
-    assert_true(st[0].failure_mode);
-    assert_false(st[0].local);
-    /* atomic: a local denial charges nothing else locally */
-    weir_entry user2[] = {E("user", "v")};
-    weir_descriptor both[2] = {{user2, 1, false, 0, NULL}, {ip, 1, false, 0, NULL}};
-    assert_int_equal(decide(&w, "api", both, 2, 0, 0, st), WEIR_CODE_OVER_LIMIT);
-    assert_int_equal(st[0].code, WEIR_CODE_OK);
-    assert_int_equal(st[0].remaining, 5); /* looked at, not charged */
-    assert_int_equal(st[1].code, WEIR_CODE_OVER_LIMIT);
-    weir_engine_reader_free(w.reader);
-    weir_engine_free(w.engine);
-    weir_store_free(fallback);
-    w.reader = NULL;
-    w.engine = NULL;
-    close_world(&w);
+    deferred_opts.fail_ops = false;
+    world w;
+    weir_entry user[] = {E("user", "u")};
+    weir_descriptor du = {user, 1, false, 0, NULL};
+    weir_descriptor_status st[2];
+    weir_engine *e;
 
     /* no fallback: local fails open */
     open_world(&w, rules);

@@ -14,6 +14,42 @@
 /* The nodes rendered at most (the store follows at most this many). */
 #define MAX_NODES 512
 
+/* sync: local, once a sync has been made */
+static void render_sync(weir_store *store, weir_buf *b)
+{
+    weir_redis_sync_stats y = {.size = sizeof(y)};
+    if (weir_redis_sync_stats_get(store, &y) != WEIR_OK || (y.sync_age_us < 0 && !y.outage))
+        return;
+    static const struct {
+        const char *name, *help;
+        size_t off;
+    } counters[] = {
+        {"weir_redis_sync_local_total",
+         "sync: local decisions made without a call (from a reservation, or denied past it).",
+         offsetof(weir_redis_sync_stats, local)},
+        {"weir_redis_sync_reserved_total", "sync: local hits reserved in Redis.",
+         offsetof(weir_redis_sync_stats, reserved)},
+        {"weir_redis_sync_returned_total", "sync: local hits given back unused.",
+         offsetof(weir_redis_sync_stats, returned)},
+        {"weir_redis_sync_outage_total",
+         "sync: local decisions made at this instance's share while Redis was away.",
+         offsetof(weir_redis_sync_stats, outage)},
+        {"weir_redis_sync_overshoot_total",
+         "Hits admitted while Redis was away that Redis could not take when it came back.",
+         offsetof(weir_redis_sync_stats, overshoot)},
+    };
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&y + counters[i].off, sizeof(v));
+        metrics_header(b, counters[i].name, "counter", counters[i].help);
+        weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)v);
+    }
+    metrics_header(b, "weir_redis_sync_age_seconds", "gauge",
+                   "Seconds since a sync (sync: local) last reached Redis.");
+    weir_buf_printf(b, "weir_redis_sync_age_seconds %.3f\n",
+                    y.sync_age_us < 0 ? -1.0 : (double)y.sync_age_us / 1e6);
+}
+
 static void render_cluster(weir_store *store, weir_buf *b)
 {
     weir_redis_cluster_stats c = {.size = sizeof(c)};
@@ -112,4 +148,5 @@ void metrics_render_redis(weir_store *store, weir_buf *b)
         weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)v);
     }
     render_cluster(store, b);
+    render_sync(store, b);
 }

@@ -83,6 +83,7 @@ static bool redis_options(const char *url, const serve_options *o, weir_redis_op
         ro->breaker_window_us = o->redis_breaker_window_ms * 1000;
         ro->breaker_cooldown_us = o->redis_breaker_cooldown_ms * 1000;
         ro->deny_cache_slots = (uint32_t)o->redis_over_limit_cache;
+        ro->instances = (uint32_t)o->instances;
     }
     return true;
 }

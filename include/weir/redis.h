@@ -96,6 +96,10 @@ typedef struct weir_redis_options {
     const char *seeds;
     /** Sentinel: the name of the master the sentinels watch. */
     const char *master_name;
+    /** How many instances share the store (0 = 1): while Redis is away,
+     *  a `sync: local` op (WEIR_OP_SYNC_LOCAL) is decided here at
+     *  1/instances of its limit. */
+    uint32_t instances;
 } weir_redis_options;
 
 /** Defaults for every field but where Redis is. */
@@ -193,6 +197,26 @@ typedef struct weir_redis_cluster_stats {
 /** Fill @out (out->size set). Returns WEIR_OK, or WEIR_EINVAL when @store
  *  is not a Redis Cluster store. Thread-safe. */
 WEIR_API weir_status weir_redis_cluster_stats_get(weir_store *store, weir_redis_cluster_stats *out);
+
+/** `sync: local` on a Redis store (Since 0.2): decisions made from
+ *  capacity reserved ahead, and how the reservations went. */
+typedef struct weir_redis_sync_stats {
+    /** sizeof(weir_redis_sync_stats), set by the caller. */
+    size_t size;
+    uint64_t local;     /* decisions made without a call: admitted from a
+                           reservation, or denied past it */
+    uint64_t reserved;  /* hits reserved in Redis */
+    uint64_t returned;  /* hits given back unused */
+    uint64_t outage;    /* decided here while Redis was away */
+    uint64_t overshoot; /* hits admitted while Redis was away that Redis
+                           could not take when it came back */
+    /** Microseconds since a sync last reached Redis; -1 before the first. */
+    int64_t sync_age_us;
+} weir_redis_sync_stats;
+
+/** Fill @out (out->size set). Returns WEIR_OK, or WEIR_EINVAL when @store
+ *  is not a Redis store. Thread-safe. */
+WEIR_API weir_status weir_redis_sync_stats_get(weir_store *store, weir_redis_sync_stats *out);
 
 /** A cluster node's breaker: "host:port", its state and times opened. */
 typedef struct weir_redis_node {

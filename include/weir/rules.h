@@ -139,6 +139,11 @@ typedef struct weir_rule_limit {
      *  request's own override of an unmatched descriptor. */
     const weir_rule *const *levels;
     size_t n_levels;
+    /** Since 0.2. `sync: local`: the interval, in microseconds, at which
+     *  an instance on a shared store reserves ahead the capacity it
+     *  decides from (`sync_interval:`, 100 ms by default); 0 for `sync:
+     *  global` (the default: every decision asks the store). */
+    int64_t sync_interval_us;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

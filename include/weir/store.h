@@ -68,6 +68,15 @@ typedef struct weir_op {
  *  shared store. */
 #define WEIR_OP_NO_LOCAL_CACHE 1u
 
+/** Op flags (Since 0.2): a TAKE a shared store may decide from capacity
+ *  this instance reserved ahead (a rule's `sync: local`), reserving again
+ *  and giving back what it did not use every WEIR_OP_SYNC_MS(flags)
+ *  milliseconds (1 .. 60000). A store without such a layer (the memory
+ *  store) ignores them. The engine sets them. */
+#define WEIR_OP_SYNC_LOCAL 2u
+#define WEIR_OP_SYNC_FLAGS(ms) (WEIR_OP_SYNC_LOCAL | ((unsigned)(ms) << 8))
+#define WEIR_OP_SYNC_MS(flags) ((unsigned)(flags) >> 8)
+
 /** Batch flag: decide every TAKE first and charge them only if all are
  *  admitted, atomically (check all, then charge all). When one is denied,
  *  none is charged: the denying ops report their denial, the others their

@@ -36,6 +36,11 @@ weir_status weir__conc_release(const weir_limit *lim, void *state, int64_t now_u
 weir_status weir__bucket_compile(weir_limit *out);
 weir_status weir__gcra_compile(weir_limit *out);
 
+/* @lim (and its burst) scaled down to @ppm millionths, at least 1 (a ban
+ * stays a ban): an instance's share of a limit (failure_mode local, and a
+ * store deciding locally while its shared state is away). */
+weir_status weir__limit_share(const weir_limit *lim, uint32_t ppm, weir_limit *out);
+
 /* The denial result shared by every algorithm for a ban (limit 0). */
 void weir__ban_result(const weir_limit *lim, weir_result *res);
 

@@ -258,3 +258,16 @@ weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uin
     }
     return st;
 }
+
+weir_status weir__limit_share(const weir_limit *lim, uint32_t ppm, weir_limit *out)
+{
+    weir_limit_spec spec = {lim->algorithm, lim->limit, lim->window_us, lim->burst,
+                            lim->sub_windows > 1 ? lim->sub_windows : 0};
+    if (spec.limit) {
+        spec.limit = spec.limit * ppm / 1000000u;
+        spec.limit = spec.limit ? spec.limit : 1;
+        spec.burst = spec.burst * ppm / 1000000u;
+        spec.burst = spec.burst ? spec.burst : 1;
+    }
+    return weir_limit_compile(&spec, out);
+}

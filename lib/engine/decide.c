@@ -366,19 +366,6 @@ static int batch_count(decision *dc, int d)
     return atomic_fetch_add(&dc->outstanding, d) + d;
 }
 
-weir_status weir__local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out)
-{
-    weir_limit_spec spec = {lim->algorithm, lim->limit, lim->window_us, lim->burst,
-                            lim->sub_windows > 1 ? lim->sub_windows : 0};
-    if (spec.limit) {
-        spec.limit = spec.limit * ppm / 1000000u;
-        spec.limit = spec.limit ? spec.limit : 1;
-        spec.burst = spec.burst * ppm / 1000000u;
-        spec.burst = spec.burst ? spec.burst : 1;
-    }
-    return weir_limit_compile(&spec, out);
-}
-
 typedef struct local_result {
     weir_status status;
 } local_result;
@@ -635,6 +622,8 @@ static void place_op(decision *dc, size_t i, size_t slot)
     op->lease = 0;
     op->kind = p->kind;
     op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
+    if (p->limit->sync_interval_us && dc->engine->shared_keys)
+        op->flags |= WEIR_OP_SYNC_FLAGS(p->limit->sync_interval_us / 1000);
 }
 
 /* Keeps limit i's stable key (@len bytes of @key); false when out of

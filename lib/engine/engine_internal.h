@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+#include "algo/algo.h"
 #include "core/snapshot.h"
 #include "engine/ruleset.h"
 #include "weir/engine.h"
@@ -83,9 +84,8 @@ struct weir_engine_reader {
  * reader already freed). */
 void weir__reader_destroy(weir_engine_reader *reader);
 
-/* The limit share of failure_mode local: @lim (and its burst) scaled down
- * to @ppm millionths, at least 1 (a ban stays a ban). */
-weir_status weir__local_limit(const weir_limit *lim, uint32_t ppm, weir_limit *out);
+/* The limit share of failure_mode local: algo/algo.h's weir__limit_share(). */
+#define weir__local_limit weir__limit_share
 
 /* A decision of @reader completed after weir_engine_decide() returned:
  * the reader may be freed now if it was freed while the decision was in

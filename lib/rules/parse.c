@@ -261,6 +261,8 @@ enum rl_field {
     RL_SUB_WINDOWS,
     RL_LOCAL_SHARE,
     RL_OVER_LIMIT_CACHE,
+    RL_SYNC,
+    RL_SYNC_INTERVAL,
     RL_N
 };
 
@@ -278,6 +280,8 @@ static const char *const rl_names[RL_N] = {
     [RL_SUB_WINDOWS] = "sub_windows",
     [RL_LOCAL_SHARE] = "local_share",
     [RL_OVER_LIMIT_CACHE] = "over_limit_cache",
+    [RL_SYNC] = "sync",
+    [RL_SYNC_INTERVAL] = "sync_interval",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -374,6 +378,11 @@ static void warn_limit(yp *p, const weir_rule_limit *l, pos at, bool has_rpu)
 
 /* Reads one rate_limit mapping (the current event) into a new limit.
  * Returns the limit, NULL when it was reported or the parser died. */
+/* sync: local's interval: its default and bounds */
+#define SYNC_DEFAULT_US 100000
+#define SYNC_MIN_US 1000
+#define SYNC_MAX_US 60000000
+
 static weir_rule_limit *read_rate_limit(yp *p)
 {
     rules_loader *ld = p->ld;
@@ -399,6 +408,8 @@ static weir_rule_limit *read_rate_limit(yp *p)
     uint64_t seen = 0;
     repl *replaces = NULL;
     size_t n_replaces = 0;
+    bool sync_local = false;
+    int64_t sync_us = SYNC_DEFAULT_US;
     int k;
     pos key_at;
     while ((k = next_key(p, rl_names, RL_N, &seen, &key_at)) != -1) {
@@ -483,6 +494,23 @@ static weir_rule_limit *read_rate_limit(yp *p)
             if (read_bool(p, "over_limit_cache", &b))
                 l->no_local_cache = !b;
             break;
+        case RL_SYNC:
+            if ((s = scalar_text(p, "sync")) != NULL) {
+                if (strcasecmp(s, "local") == 0)
+                    sync_local = true;
+                else if (strcasecmp(s, "global") != 0)
+                    ERR(p, at[k], "invalid sync '%.64s' (expected global or local)", s);
+            }
+            break;
+        case RL_SYNC_INTERVAL:
+            if ((s = scalar_text(p, "sync_interval")) != NULL) {
+                const char *why = weir__rules_parse_duration(s, &sync_us);
+                if (why)
+                    ERR(p, at[k], "sync_interval '%.64s' %s", s, why);
+                else if (sync_us < SYNC_MIN_US || sync_us > SYNC_MAX_US)
+                    ERR(p, at[k], "sync_interval '%.64s' must be from 1ms to 60s", s);
+            }
+            break;
         case RL_COUNT_REJECTED:
             if (read_bool(p, "count_rejected", &b))
                 l->count_rejected = b;
@@ -530,6 +558,15 @@ static weir_rule_limit *read_rate_limit(yp *p)
     l->replaces = names;
     l->n_replaces = names ? n_replaces : 0;
 
+    if ((seen & (UINT64_C(1) << RL_SYNC_INTERVAL)) && !sync_local)
+        ERR(p, at[RL_SYNC_INTERVAL], "'sync_interval' needs 'sync: local'");
+    if (sync_local && l->unlimited)
+        ERR(p, at[RL_SYNC], "'sync' has no effect when unlimited");
+    else if (sync_local && l->algorithm == WEIR_ALGO_CONCURRENCY)
+        ERR(p, at[RL_SYNC],
+            "'sync: local' does not apply to concurrency (a lease is held where it was given)");
+    else if (sync_local)
+        l->sync_interval_us = sync_us;
     if (!l->unlimited) {
         if ((seen & (UINT64_C(1) << RL_SUB_WINDOWS)) && l->algorithm != WEIR_ALGO_SLIDING_COUNTER)
             ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");

@@ -55,6 +55,23 @@ struct weir_store {
     weir_ctx *ctx;
 };
 
+/* A batch as it was submitted, kept by a layer that completes it later
+ * (the Redis store's cluster and sync: local layers). */
+typedef struct weir__batch_req {
+    weir_op *ops;
+    size_t n;
+    int64_t now_us;
+    unsigned flags;
+    weir_store_cb cb;
+    void *arg;
+} weir__batch_req;
+
+/* Complete @r with @st (its record may be freed before: a copy is taken). */
+static inline void weir__batch_req_done(weir__batch_req r, weir_status st)
+{
+    r.cb(r.arg, r.ops, r.n, st);
+}
+
 /* A session starts with this; a store with its own sessions extends it. */
 struct weir_store_session {
     weir_store *store;

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "core/context.h"
 #include "store/redis/cluster/cluster.h"
 #include "store/redis/codec.h"
+#include "store/redis/hybrid/hybrid.h"
 #include "store/redis/reader.h"
 #include "store/redis/redis_internal.h"
 
@@ -25,6 +25,7 @@
 #define DEFAULT_BREAKER_WINDOW_US 1000000
 #define DEFAULT_BREAKER_COOLDOWN_US 1000000
 #define MAX_DB 1000000
+#define OUTAGE_BYTES (16u << 20)
 
 int64_t weir__redis_mono_us(void)
 {
@@ -116,35 +117,31 @@ static void r_destroy(weir_store *s)
     redis_store *rs = (redis_store *)s;
     weir_ctx *ctx = s->ctx;
     weir__rcluster_free(rs);
+    if (rs->outage)
+        weir_store_free(rs->outage);
     weir__free(ctx, rs->strings);
     weir__free(ctx, rs->library);
     weir__free(ctx, rs);
 }
 
+/* A session: the hybrid layer (sync: local) around one server's session
+ * or a cluster's (rs->inner). */
 static const weir__store_ops redis_ops = {
     .caps = WEIR_STORE_SHARED_KEYS,
     .submit = r_submit,
-    .session_new = weir__redis_session_new,
-    .session_submit = weir__redis_session_submit,
-    .session_free = weir__redis_session_free,
+    .session_new = weir__hybrid_session_new,
+    .session_submit = weir__hybrid_submit,
+    .session_free = weir__hybrid_session_free,
     .destroy = r_destroy,
     .check_limit = weir__redis_limit_fits,
 };
 
-/* A cluster's: the same, its sessions routing over the nodes
- * (cluster/cluster.c fills the session entries). */
-static weir__store_ops cluster_ops;
-static pthread_once_t cluster_ops_once = PTHREAD_ONCE_INIT;
-
-static void cluster_ops_init(void)
-{
-    cluster_ops = redis_ops;
-    weir__cluster_table(&cluster_ops);
-}
+static const redis_session_entries single_sessions = {
+    weir__redis_session_new, weir__redis_session_submit, weir__redis_session_free};
 
 static bool is_redis(const weir_store *s)
 {
-    return s && (s->ops == &redis_ops || s->ops == &cluster_ops);
+    return s && s->ops == &redis_ops;
 }
 
 #define OPTIONS_V1_SIZE (offsetof(weir_redis_options, deny_cache_slots) + sizeof(uint32_t))
@@ -238,9 +235,16 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     memcpy(rs->library, WEIR__REDIS_LIBRARY_HEAD, head);
     memcpy(rs->library + head, weir__redis_script, weir__redis_script_len + 1);
     weir__breaker_init(&rs->br, o.breaker_failures, o.breaker_window_us, o.breaker_cooldown_us);
+    /* sync: local's decisions while Redis is away (a small cap: only
+     * the keys decided meanwhile) */
+    weir_memstore_options mo = {.size = sizeof(mo), .max_bytes = OUTAGE_BYTES, .shards = 4};
+    if (weir_memstore_new(ctx, &mo, &rs->outage) != WEIR_OK) {
+        r_destroy(&rs->base);
+        return WEIR_ENOMEM;
+    }
+    rs->inner = &single_sessions;
     if (o.topology == WEIR_REDIS_CLUSTER) {
-        pthread_once(&cluster_ops_once, cluster_ops_init);
-        rs->base.ops = &cluster_ops;
+        rs->inner = &weir__cluster_sessions;
         weir_status st = weir__rcluster_new(rs);
         if (st != WEIR_OK) {
             r_destroy(&rs->base);
@@ -403,4 +407,19 @@ size_t weir_redis_nodes_get(weir_store *store, weir_redis_node *out, size_t cap)
     if (!is_redis(store) || !((redis_store *)store)->cluster)
         return 0;
     return weir__rcluster_nodes((redis_store *)store, out, cap);
+}
+
+weir_status weir_redis_sync_stats_get(weir_store *store, weir_redis_sync_stats *out)
+{
+    if (!is_redis(store) || !out || out->size < sizeof(*out))
+        return WEIR_EINVAL;
+    redis_store *rs = (redis_store *)store;
+    out->local = atomic_load(&rs->hybrid_local);
+    out->reserved = atomic_load(&rs->hybrid_reserved);
+    out->returned = atomic_load(&rs->hybrid_returned);
+    out->outage = atomic_load(&rs->hybrid_outage);
+    out->overshoot = atomic_load(&rs->hybrid_overshoot);
+    int64_t at = atomic_load(&rs->hybrid_synced_at);
+    out->sync_age_us = at ? weir__redis_mono_us() - at : -1;
+    return WEIR_OK;
 }

@@ -14,8 +14,19 @@
 #include "store/store.h"
 #include "weir/redis.h"
 
+/* A session's entries: one server's (conn.c) or a cluster's
+ * (cluster/cluster.c), under the hybrid layer (hybrid/hybrid.c). */
+typedef struct redis_session_entries {
+    weir_status (*session_new)(weir_store *s, const weir_loop_adapter *loop,
+                               weir_store_session **out);
+    weir_status (*session_submit)(weir_store_session *ss, weir_op *ops, size_t n, int64_t now_us,
+                                  unsigned flags, weir_store_cb cb, void *arg);
+    void (*session_free)(weir_store_session *ss);
+} redis_session_entries;
+
 typedef struct redis_store {
     weir_store base;
+    const redis_session_entries *inner;
     weir_redis_options o; /* strings point into `strings` */
     char *strings;
     /* the script as a Redis 7 function library: its head, then the source */
@@ -26,6 +37,11 @@ typedef struct redis_store {
     /* counters (weir_redis_stats), relaxed: each exact, the set a snapshot */
     _Atomic uint64_t connections, connects, connect_errors, calls, batches, timeouts, errors,
         rejected, script_reloads, cached;
+    /* sync: local (hybrid/hybrid.c) */
+    _Atomic uint64_t hybrid_local, hybrid_reserved, hybrid_returned, hybrid_outage,
+        hybrid_overshoot;
+    _Atomic int64_t hybrid_synced_at; /* monotonic: the last sync Redis answered */
+    weir_store *outage; /* a memory store: sync: local decisions while Redis is away */
 } redis_store;
 
 /* One server of a seed list (url.c). */

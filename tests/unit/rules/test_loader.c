@@ -572,6 +572,48 @@ static void failure_modes_and_local_share(void **unused)
     }
 }
 
+/* sync: local and its interval; what cannot be synced is refused */
+static void sync_local(void **unused)
+{
+    (void)unused;
+    const char *yaml = "domain: d\n"
+                       "descriptors:\n"
+                       "  - key: a\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, sync: local}\n"
+                       "  - key: b\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, sync: local, "
+                       "sync_interval: 10ms}\n"
+                       "  - key: c\n"
+                       "    rate_limit: {unit: second, requests_per_unit: 100, sync: global}\n";
+    weir_rules *r = load_ok(yaml);
+    const weir_rules_domain *d = weir_rules_domain_at(r, 0);
+    assert_int_equal(only_limit(weir_rules_domain_rule(d, 0))->sync_interval_us, 100000);
+    assert_int_equal(only_limit(weir_rules_domain_rule(d, 1))->sync_interval_us, 10000);
+    assert_int_equal(only_limit(weir_rules_domain_rule(d, 2))->sync_interval_us, 0);
+    weir_rules_free(r);
+    static const struct {
+        const char *limit, *says;
+    } bad[] = {
+        {"unit: second, requests_per_unit: 1, sync: sometimes", "invalid sync"},
+        {"unit: second, requests_per_unit: 1, sync_interval: 1s", "needs 'sync: local'"},
+        {"unit: second, requests_per_unit: 1, sync: local, sync_interval: 0.5ms", "from 1ms"},
+        {"unit: second, requests_per_unit: 1, sync: local, sync_interval: 2m", "from 1ms"},
+        {"unit: second, requests_per_unit: 1, sync: local, sync_interval: soon", "sync_interval"},
+        {"unit: second, requests_per_unit: 1, algorithm: concurrency, sync: local", "concurrency"},
+        {"unlimited: true, sync: local", "no effect when unlimited"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char yaml_text[256];
+        snprintf(yaml_text, sizeof(yaml_text),
+                 "domain: d\ndescriptors:\n  - key: k\n    rate_limit: {%s}\n", bad[i].limit);
+        weir_rules *none = NULL;
+        assert_int_not_equal(parse_opts(yaml_text, strlen(yaml_text), NULL, &none), WEIR_OK);
+        assert_null(none);
+        if (n_errs < 1 || !strstr(errs[0].message, bad[i].says))
+            fail_msg("%s: %zu errors (%s)", bad[i].limit, n_errs, n_errs ? errs[0].message : "");
+    }
+}
+
 static void durations(void **unused)
 {
     (void)unused;
@@ -1106,6 +1148,7 @@ int main(void)
         cmocka_unit_test(units_case_insensitive),
         cmocka_unit_test(extensions),
         cmocka_unit_test(failure_modes_and_local_share),
+        cmocka_unit_test(sync_local),
         cmocka_unit_test(durations),
         cmocka_unit_test(default_algorithm_option),
         cmocka_unit_test(quirks),

@@ -484,9 +484,4 @@ static void cs_free(weir_store_session *base)
     weir__free(ctx, cs);
 }
 
-void weir__cluster_table(weir__store_ops *ops)
-{
-    ops->session_new = cs_new;
-    ops->session_submit = cs_submit;
-    ops->session_free = cs_free;
-}
+const redis_session_entries weir__cluster_sessions = {cs_new, cs_submit, cs_free};

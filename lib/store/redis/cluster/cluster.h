@@ -54,12 +54,7 @@ typedef struct cpart {
 typedef struct cspan {
     struct cspan *next; /* the spare list */
     struct csession *cs;
-    weir_op *ops;
-    size_t n;
-    int64_t now_us;
-    unsigned flags;
-    weir_store_cb cb;
-    void *arg;
+    weir__batch_req b;
     size_t pending;  /* parts in flight */
     bool submitting; /* inside the submit: not finished from there */
     bool multi;      /* split over several batches: atomic across them here */
@@ -89,7 +84,7 @@ typedef struct csession {
 /* cluster.c */
 weir_status weir__rcluster_new(redis_store *rs);
 void weir__rcluster_free(redis_store *rs);
-void weir__cluster_table(weir__store_ops *ops);
+extern const redis_session_entries weir__cluster_sessions;
 /* Counters and the nodes' breakers (weir_redis_*_get()). */
 void weir__rcluster_stats(redis_store *rs, weir_redis_cluster_stats *out);
 void weir__rcluster_breakers(redis_store *rs, weir_redis_breaker *worst, uint64_t *opened);

@@ -75,7 +75,7 @@ static cpart *part_get(csession *cs, cspan *sp, size_t n)
 
 static void part_put(csession *cs, cpart *p)
 {
-    if (p->ops != p->inl && p->ops != p->sp->ops)
+    if (p->ops != p->inl && p->ops != p->sp->b.ops)
         weir__free(cs->rs->base.ctx, p->ops);
     p->next = cs->spare_parts;
     cs->spare_parts = p;
@@ -84,27 +84,24 @@ static void part_put(csession *cs, cpart *p)
 /* The span's op of a part's op i. */
 static weir_op *span_op(const cpart *p, size_t i)
 {
-    return p->idx ? &p->sp->ops[p->idx[i]] : &p->sp->ops[i];
+    return p->idx ? &p->sp->b.ops[p->idx[i]] : &p->sp->b.ops[i];
 }
 
 static void refund(csession *cs, cspan *sp);
 
 static void span_finish(csession *cs, cspan *sp)
 {
-    if (sp->multi && (sp->flags & WEIR_BATCH_ATOMIC)) {
+    if (sp->multi && (sp->b.flags & WEIR_BATCH_ATOMIC)) {
         bool denied = false;
-        for (size_t i = 0; i < sp->n && !denied; i++)
-            denied = sp->ops[i].status == WEIR_OK && sp->ops[i].kind == WEIR_OP_TAKE &&
-                     !sp->ops[i].result.allowed;
+        for (size_t i = 0; i < sp->b.n && !denied; i++)
+            denied = sp->b.ops[i].status == WEIR_OK && sp->b.ops[i].kind == WEIR_OP_TAKE &&
+                     !sp->b.ops[i].result.allowed;
         if (denied)
             refund(cs, sp);
     }
-    weir_store_cb cb = sp->cb;
-    void *arg = sp->arg;
-    weir_op *ops = sp->ops;
-    size_t n = sp->n;
+    weir__batch_req b = sp->b;
     span_put(cs, sp);
-    cb(arg, ops, n, WEIR_OK);
+    weir__batch_req_done(b, WEIR_OK);
 }
 
 static void part_end(csession *cs, cpart *p)
@@ -156,9 +153,9 @@ static void part_done(void *arg, weir_op *ops, size_t n, weir_status status)
 weir_status weir__cluster_part_submit(csession *cs, cpart *p, rsession *ss, bool solo, bool asking)
 {
     cspan *sp = p->sp;
-    unsigned flags = p->n > 1 ? (sp->flags & WEIR_BATCH_ATOMIC) : 0;
+    unsigned flags = p->n > 1 ? (sp->b.flags & WEIR_BATCH_ATOMIC) : 0;
     (void)cs;
-    return weir__redis_submit(ss, p->ops, p->n, sp->now_us, flags, part_done, p, solo, asking);
+    return weir__redis_submit(ss, p->ops, p->n, sp->b.now_us, flags, part_done, p, solo, asking);
 }
 
 /* From now on the span's ops are decided in several batches. */
@@ -168,14 +165,14 @@ static bool go_multi(csession *cs, cspan *sp)
         return true;
     sp->multi = true;
     redis_count(&cs->rs->cluster->split, 1);
-    if (!(sp->flags & WEIR_BATCH_ATOMIC))
+    if (!(sp->b.flags & WEIR_BATCH_ATOMIC))
         return true;
-    sp->charged = sp->n <= sizeof(sp->inl_charged)
+    sp->charged = sp->b.n <= sizeof(sp->inl_charged)
                       ? sp->inl_charged
-                      : weir__malloc(cs->rs->base.ctx, sp->n * sizeof(bool));
+                      : weir__malloc(cs->rs->base.ctx, sp->b.n * sizeof(bool));
     if (!sp->charged)
         return false;
-    memset(sp->charged, 0, sp->n * sizeof(bool));
+    memset(sp->charged, 0, sp->b.n * sizeof(bool));
     return true;
 }
 
@@ -248,15 +245,8 @@ weir_status weir__cluster_span_start(csession *cs, weir_op *ops, size_t n, int64
     cspan *sp = span_get(cs);
     if (!sp)
         return WEIR_ENOMEM;
-    *sp = (cspan){.ops = ops,
-                  .n = n,
-                  .now_us = now_us,
-                  .flags = flags,
-                  .cb = cb,
-                  .arg = arg,
-                  .pending = 1,
-                  .submitting = true,
-                  .cs = cs};
+    *sp =
+        (cspan){.b = {ops, n, now_us, flags, cb, arg}, .pending = 1, .submitting = true, .cs = cs};
     cpart *p = part_get(cs, sp, 0);
     if (!p) {
         span_put(cs, sp);
@@ -318,15 +308,15 @@ static void refund(csession *cs, cspan *sp)
     weir_ctx *ctx = cs->rs->base.ctx;
     int64_t now = weir__redis_mono_us();
     /* charged[] is what remains to send */
-    for (size_t i = 0; i < sp->n; i++) {
+    for (size_t i = 0; i < sp->b.n; i++) {
         if (!sp->charged[i])
             continue;
-        int node = op_node(cs, &sp->ops[i], now);
+        int node = op_node(cs, &sp->b.ops[i], now);
         size_t k = 0, bytes = 0;
-        for (size_t j = i; j < sp->n; j++)
-            if (sp->charged[j] && op_node(cs, &sp->ops[j], now) == node) {
+        for (size_t j = i; j < sp->b.n; j++)
+            if (sp->charged[j] && op_node(cs, &sp->b.ops[j], now) == node) {
                 k++;
-                bytes += sp->ops[j].key_len;
+                bytes += sp->b.ops[j].key_len;
             }
         rsession *ss = node < 0 ? NULL : weir__cluster_node(cs, node);
         refund_block *rb =
@@ -336,13 +326,13 @@ static void refund(csession *cs, cspan *sp)
         weir_limit *lims = rb ? (weir_limit *)(ops + k) : NULL;
         char *keys = rb ? (char *)(lims + k) : NULL;
         size_t m = 0;
-        for (size_t j = i; j < sp->n; j++) {
-            if (!sp->charged[j] || op_node(cs, &sp->ops[j], now) != node)
+        for (size_t j = i; j < sp->b.n; j++) {
+            if (!sp->charged[j] || op_node(cs, &sp->b.ops[j], now) != node)
                 continue;
             sp->charged[j] = false;
             if (!rb)
                 continue;
-            const weir_op *o = &sp->ops[j];
+            const weir_op *o = &sp->b.ops[j];
             lims[m] = *o->limit;
             memcpy(keys, o->key, o->key_len);
             bool lease = o->limit->algorithm == WEIR_ALGO_CONCURRENCY;
@@ -361,7 +351,7 @@ static void refund(csession *cs, cspan *sp)
             rb->cs = cs;
             rb->n = k;
             rb->ops = ops;
-            if (weir__redis_submit(ss, ops, k, sp->now_us, 0, refund_done, rb, false, false) ==
+            if (weir__redis_submit(ss, ops, k, sp->b.now_us, 0, refund_done, rb, false, false) ==
                 WEIR_OK)
                 continue;
             weir__free(ctx, rb);

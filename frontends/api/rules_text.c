@@ -26,6 +26,8 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
             weir_buf_puts(b, " count_rejected=true");
         if (l->no_local_cache)
             weir_buf_puts(b, " over_limit_cache=false");
+        if (l->sync_interval_us)
+            weir_buf_printf(b, " sync=local sync_interval_us=%lld", (long long)l->sync_interval_us);
     }
     if (l->name)
         weir_buf_printf(b, " name=%s", l->name);

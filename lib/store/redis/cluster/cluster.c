@@ -221,10 +221,14 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
         refresh_soon(cs);
         return;
     }
-    /* the map's nodes as the session's */
+    /* the map's nodes as the session's, connected now: a connection made
+     * by a decision's first op would take longer than its timeout */
     int idx[WEIR__MAX_NODES];
-    for (size_t i = 0; i < cs->scratch.n_nodes; i++)
+    for (size_t i = 0; i < cs->scratch.n_nodes; i++) {
         idx[i] = node_find(cs, cs->scratch.nodes[i].host, cs->scratch.nodes[i].port);
+        if (idx[i] >= 0)
+            node_session(cs, &cs->nodes[idx[i]]);
+    }
     bool changed = false;
     for (size_t s = 0; s < WEIR__SLOTS; s++) {
         uint16_t was = cs->node_of[s], now = cs->scratch.node_of[s];

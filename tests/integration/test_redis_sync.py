@@ -86,6 +86,8 @@ def test_three_instances_stay_within_the_limit(weir_factory, redis_factory):
     print(f"\nfixed window: asked {asked}, admitted {admitted}, "
           f"from reservations {local}, reserved {reserved}")
     assert local > 0 and reserved > 0
+    # Redis was there all along: nothing was decided at the share
+    assert sum(w.metric("weir_redis_sync_outage_total") for w in weirs) == 0
     # Redis counted what was admitted: the window's state holds it
     (key,) = rd.client().keys("weir:2:hy:*")
     algo, _, count = struct.unpack("<Bdd", rd.client().get(key))
@@ -118,6 +120,29 @@ def test_token_bucket_overshoot_against_the_formula(weir_factory, redis_factory)
     assert admitted >= 0.8 * (100 * elapsed), admitted  # capacity is not left unused
     assert local > admitted / 4, (local, admitted)
     assert calls < asked, (calls, asked)
+    assert sum(w.metric("weir_redis_sync_outage_total") for w in weirs) == 0
+
+
+def test_unused_reservations_go_back(weir_factory, redis_factory):
+    """A key asked steadily, then not at all: what its reservation did not
+    spend goes back to Redis at the next syncs, so Redis ends holding what
+    was admitted, no more."""
+    away_from_minute_boundary()
+    rd = redis_factory()
+    w = weir_factory(RULES, "--store", rd.url, *PATIENT, threads=1)
+    admitted = 0
+    stop = time.monotonic() + 1.0
+    while time.monotonic() < stop:
+        admitted += w.check("hy", {"window": "steady"}).status == 200
+        time.sleep(0.004)
+    assert 0 < admitted <= 300
+    assert w.metric("weir_redis_sync_reserved_total") > 0
+    (key,) = rd.client().keys("weir:2:hy:*")
+    w.wait_until(lambda: state_count(rd, key) == admitted, timeout=3, interval=0.05,
+                 what="Redis holding exactly what was admitted")
+    assert w.metric("weir_redis_sync_returned_total") > 0
+    assert w.metric("weir_redis_sync_local_total") > admitted / 2
+    assert w.metric("weir_redis_sync_outage_total") == 0
 
 
 OUTAGE_RULES = """\

@@ -207,16 +207,6 @@ weir_status weir__redis_limit_fits(const weir_limit *lim);
  */
 weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us);
 
-/* Whether every op is of a kind a caller may submit (the script's own
- * REFUND is the cluster store's alone). */
-static inline bool weir__redis_kinds_ok(const weir_op *ops, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned)ops[i].kind > (unsigned)WEIR_OP_RESET)
-            return false;
-    return true;
-}
-
 /* Times the script accepts: 0 .. this (2^52 microseconds, the year 2112
  * from the Unix epoch); a later time is refused (WEIR_ERANGE per op). */
 #define WEIR__REDIS_MAX_NOW_US ((int64_t)1 << 52)

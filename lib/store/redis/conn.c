@@ -407,8 +407,6 @@ bool weir__redis_session_idle(const rsession *ss)
 weir_status weir__redis_session_submit(weir_store_session *base, weir_op *ops, size_t n,
                                        int64_t now_us, unsigned flags, weir_store_cb cb, void *arg)
 {
-    if (!weir__redis_kinds_ok(ops, n))
-        return WEIR_EINVAL;
     return weir__redis_submit((rsession *)base, ops, n, now_us, flags, cb, arg, false, false);
 }
 

@@ -460,7 +460,7 @@ static weir_status cs_submit(weir_store_session *base, weir_op *ops, size_t n, i
 {
     csession *cs = (csession *)base;
     int64_t batch_now = cs->rs->o.redis_clock ? -1 : now_us;
-    if (n == 0 || !weir__redis_kinds_ok(ops, n))
+    if (n == 0)
         return WEIR_EINVAL;
     for (size_t i = 0; i < n; i++) {
         weir_status st = weir__redis_op_ok(&ops[i], batch_now < 0 ? 0 : batch_now);

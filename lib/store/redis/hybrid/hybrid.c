@@ -253,13 +253,16 @@ weir_status weir__hybrid_submit(weir_store_session *base, weir_op *ops, size_t n
                                 unsigned flags, weir_store_cb cb, void *arg)
 {
     hsession *hs = (hsession *)base;
+    /* the store's entry: the script's own kinds (REFUND) are not a
+     * caller's to send */
     size_t nf = 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
+        if ((unsigned)ops[i].kind > (unsigned)WEIR_OP_RESET)
+            return WEIR_EINVAL;
         nf += flagged(&ops[i]);
+    }
     if (nf == 0)
         return hs->rs->inner->session_submit(hs->inner, ops, n, now_us, flags, cb, arg);
-    if (!weir__redis_kinds_ok(ops, n))
-        return WEIR_EINVAL;
     weir_ctx *ctx = ctx_of(hs);
     hbatch *hb = weir__malloc(ctx, sizeof(*hb) + n * (sizeof(uint64_t) + sizeof(hentry *) +
                                                       sizeof(weir_op) + sizeof(uint32_t)));

@@ -133,6 +133,13 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
         answer(s, err.code, err.message, NULL);
         return;
     }
+    /* the deadline again, at the time of deciding: a call may have waited
+     * behind others of the same read, and one whose client gave up is not
+     * charged */
+    if (gcall->deadline_ns != INT64_MAX && (int64_t)s->t0_ns >= gcall->deadline_ns) {
+        answer(s, WEIR_GRPC_DEADLINE_EXCEEDED, "deadline exceeded", NULL);
+        return;
+    }
     const weir_request *req = weir_rls_request(gc->rls);
     call *c = call_new(s->cn, &rls_call_ops, req, sizeof(rls_call), s->t0_ns);
     if (!c) {

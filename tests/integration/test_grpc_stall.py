@@ -4,6 +4,7 @@ weir answers every call, and closes the connection once no call has been
 taken for --idle-timeout, whatever else the client sends, so the answers it
 holds are bounded in time. The client speaks HTTP/2 by hand (the frames
 are few and simple), since no client library lets a test shut its window."""
+import json
 import socket
 import struct
 import time
@@ -34,10 +35,12 @@ def literal(name, value):
     return bytes([0x00, len(name)]) + name + bytes([len(value)]) + value
 
 
-def call_frames(stream):
-    block = b"".join(literal(n, v) for n, v in (
-        (b":method", b"POST"), (b":scheme", b"http"), (b":path", PATH),
-        (b":authority", b"weir"), (b"content-type", b"application/grpc"), (b"te", b"trailers")))
+def call_frames(stream, timeout=None):
+    fields = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", PATH),
+              (b":authority", b"weir"), (b"content-type", b"application/grpc"), (b"te", b"trailers")]
+    if timeout:
+        fields.append((b"grpc-timeout", timeout))
+    block = b"".join(literal(n, v) for n, v in fields)
     entry = b"\x0a\x01k\x12\x01v"
     descriptor = b"\x0a" + bytes([len(entry)]) + entry
     request = b"\x0a\x04test\x12" + bytes([len(descriptor)]) + descriptor
@@ -104,3 +107,44 @@ def test_zero_window_client_is_closed_after_idle_timeout(weir_factory, calls):
     assert closed_after is not None, "the connection is still held after 8 s of PINGs"
     assert 1.5 < closed_after < 5, closed_after
     weir.wait_for_log(r"event=connection_stalled")
+
+
+def connect(weir):
+    """A connection past the settings exchange, and its read buffer."""
+    s = socket.create_connection(("127.0.0.1", weir.grpc_port), timeout=0.2)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0))
+    buf = bytearray()
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5:
+        for ftype, flags, _ in read_frames(s, buf) or []:
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+                return s, buf
+    raise AssertionError("no settings from weir")
+
+
+def answers(s, buf, calls):
+    """Read until @calls streams ended (each answer ends with its trailers)."""
+    ended = 0
+    t0 = time.monotonic()
+    while ended < calls and time.monotonic() - t0 < 10:
+        frames = read_frames(s, buf)
+        assert frames is not None, "closed"
+        ended += sum(1 for ftype, flags, _ in frames if ftype == HEADERS and flags & END_STREAM)
+    return ended
+
+
+@pytest.mark.parametrize("timeout, charged", [(b"1n", 0), (b"10S", 50)])
+def test_calls_past_their_deadline_are_not_charged(weir_factory, timeout, charged):
+    """Calls whose grpc-timeout has passed by the time weir decides them
+    are answered DEADLINE_EXCEEDED and charge nothing: 50 calls of 1 ns
+    in one write (decided after their deadline, whatever the speed) leave
+    the counter whole; 50 calls of 10 s are charged."""
+    weir = weir_factory(RULES, "--grpc", "127.0.0.1:0")
+    s, buf = connect(weir)
+    s.sendall(b"".join(call_frames(2 * i + 1, timeout) for i in range(50)))
+    assert answers(s, buf, 50) == 50
+    s.close()
+    r = weir.check("test", {"k": "v"})
+    assert r.status == 200
+    assert json.loads(r.text())["statuses"][0]["remaining"] == 1000 - charged - 1

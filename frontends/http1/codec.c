@@ -23,8 +23,10 @@
  * Buffer layout for one request: method, target, then each header's name and
  * value, then the de-chunked body. Every copy is checked against the buffer's
  * capacity, so a buffer smaller than advised only makes requests fail.
- * Trailer fields after a chunked body are parsed and dropped (http-parser
- * bounds their size, as it does each chunk line).
+ * Trailer fields after a chunked body are parsed and dropped. A chunked
+ * body's framing is checked beside http-parser (chunked.h): CRLF after
+ * each chunk's data and every line, the trailer section within
+ * max_header_bytes.
  *
  * Deliberately refused beyond the caps: obsolete line folding and a '#'
  * fragment in the target (400), any Transfer-Encoding but a lone "chunked"
@@ -33,6 +35,8 @@
 #include "codec.h"
 
 #include <http_parser.h>
+
+#include "chunked.h"
 #include <string.h>
 
 /* Where http-parser was paused, seen by feed() after execute returns. */
@@ -81,6 +85,9 @@ struct weir_http1 {
     bool want_continue; /* Expect: 100-continue, not yet reported */
     /* The header section's bytes as they pass (strict_scan()) */
     bool prev_cr, prev_sp, in_request_line;
+    /* A chunked body's framing as it passes (chunked.h) */
+    bool chunked;
+    weir__chunked ck;
 
     /* An error found inside a callback, reported once execute returns. */
     int pending_status;
@@ -222,6 +229,7 @@ static void start_request(weir_http1 *p)
     p->in_request_line = true;
     p->headers_done = false;
     p->keep_alive = false;
+    p->chunked = false;
 }
 
 /* ---------------------------------------------------------------- callbacks */
@@ -447,6 +455,9 @@ static bool check_headers(weir_http1 *p)
             set_error(p, 501, msg_coding);
             return false;
         }
+        /* http-parser hands over the header section's last LF with the body */
+        p->chunked = true;
+        weir__chunked_init(&p->ck, 1);
     } else if (p->hp.content_length != UINT64_MAX &&
                (p->hp.content_length > p->limits.max_body_bytes ||
                 p->hp.content_length > p->cap - p->used)) {
@@ -610,6 +621,17 @@ weir_http1_result weir_http1_feed(weir_http1 *p, const char *data, size_t len, s
         if (!in_head && e == HPE_PAUSED && p->pause == PAUSE_BEGIN && n > 0 &&
             !strict_scan(p, data + off + n - 1, 1))
             break;
+        /* a chunked body's bytes (those of the next request's first byte
+         * come after this one's end, where the scan stops) */
+        if (!in_head && p->chunked && p->headers_done && n > 0 && p->pause != PAUSE_BEGIN) {
+            int status;
+            const char *why =
+                weir__chunked_scan(&p->ck, data + off, n, p->limits.max_header_bytes, &status);
+            if (why) {
+                set_error(p, status, why);
+                break;
+            }
+        }
         off += n;
 
         if (e == HPE_OK) {

@@ -366,6 +366,10 @@ static const char *const split_inputs[] = {
     "GET / HTTP/1.1\r\nX: folded\r\n line\r\n\r\n",
     "\x01garbage\r\n\r\n",
     "GET / HTTP/1.1\r\nBad Header\r\n\r\n",
+    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX3\r\nabc\r\n0\r\n\r\n",
+    "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nA: b\n\r\n",
+    "POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\nGET /b "
+    "HTTP/1.1\r\n\r\n",
 };
 
 static void any_split_gives_the_same_result(void **unused)
@@ -861,6 +865,44 @@ static void smuggling_and_codings(void **unused)
            501, "transfer coding not supported (only chunked)");
 }
 
+/* A chunked body's framing, which http-parser does not check: CRLF after
+ * each chunk's data and every line, the trailer section within the header
+ * section's cap (HDR_CAP here). */
+static void chunked_framing_is_strict(void **unused)
+{
+    (void)unused;
+    const char *head = "POST /v1/check HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n";
+    char text[40000];
+    snprintf(text, sizeof(text), "%s2\r\n{}XX3\r\nabc\r\n0\r\n\r\n", head);
+    bad_is(text, 400, "chunk data not followed by CRLF");
+    snprintf(text, sizeof(text), "%s2\r\n{}\n3\r\nabc\r\n0\r\n\r\n", head);
+    bad_is(text, 400, "chunk data not followed by CRLF");
+    snprintf(text, sizeof(text), "%s2\n{}\r\n0\r\n\r\n", head); /* http-parser's own */
+    bad_is(text, 400, "malformed request: invalid character in chunk size header");
+    snprintf(text, sizeof(text), "%s2\r\n{}\r\n0\r\nX-T: 1\n\r\n", head);
+    bad_is(text, 400, "a chunk line or trailer ends in LF without CR");
+    snprintf(text, sizeof(text), "%s2\r\n{}\r\n0\r\n\n", head);
+    bad_is(text, 400, "a chunk line or trailer ends in LF without CR");
+    /* trailers: up to the cap, not past it */
+    char pad[20001];
+    memset(pad, 'a', sizeof(pad) - 1);
+    pad[sizeof(pad) - 1] = '\0';
+    snprintf(text, sizeof(text), "%s2\r\n{}\r\n0\r\nX-Pad: %.*s\r\n\r\n", head, HDR_CAP, pad);
+    bad_is(text, 431, "trailer section too large");
+    fixture f = make_default();
+    snprintf(text, sizeof(text), "%s2\r\n{}\r\n0\r\nX-Pad: %.*s\r\nY: 2\r\n\r\n", head, HDR_CAP / 2,
+             pad);
+    weir_http1_request r = one(&f, text);
+    assert_int_equal(r.body.n, 2);
+    drop(&f);
+    /* whitespace before an extension is allowed (RFC 9112's BWS) */
+    f = make_default();
+    snprintf(text, sizeof(text), "%s2 ;a=b\r\n{}\r\n0\r\n\r\n", head);
+    r = one(&f, text);
+    assert_int_equal(r.body.n, 2);
+    drop(&f);
+}
+
 /* ---------------------------------------------------------------- state */
 
 static void in_request_transitions(void **unused)
@@ -966,6 +1008,7 @@ int main(void)
         cmocka_unit_test(malformed_inputs),
         cmocka_unit_test(version_not_supported),
         cmocka_unit_test(smuggling_and_codings),
+        cmocka_unit_test(chunked_framing_is_strict),
         cmocka_unit_test(in_request_transitions),
         cmocka_unit_test(errors_are_sticky_until_reset),
     };

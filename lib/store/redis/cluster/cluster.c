@@ -237,13 +237,15 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
         weir__log(cs->rs->base.ctx, WEIR_LOG_INFO, "event=redis_cluster_map masters=%zu slots=%d",
                   cs->scratch.n_nodes, covered);
     /* a node no slot names any more (a master gone, demoted or emptied):
-     * its connection goes once nothing waits on it */
+     * its connection goes once nothing waits on it; not the one that
+     * answered (a replica seed), whose reply callback this is: hiredis
+     * still uses its session when the callback returns */
     for (size_t i = 0; i < cs->n_nodes; i++) {
         cnode *n = &cs->nodes[i];
         bool named = false;
         for (size_t k = 0; k < cs->scratch.n_nodes && !named; k++)
             named = idx[k] == (int)i;
-        if (!named && n->ss && weir__redis_session_idle(n->ss)) {
+        if (!named && n->ss && n->ss != from && weir__redis_session_idle(n->ss)) {
             weir__redis_session_free(&n->ss->base);
             n->ss = NULL;
         }

@@ -189,8 +189,20 @@ static int slot_node(csession *cs, unsigned slot)
     uint16_t i = cs->node_of[slot];
     if (i != WEIR__NO_NODE)
         return i;
-    const weir__redis_seed *s = &cs->rs->cluster->seeds[cs->seed_next % cs->rs->cluster->n_seeds];
-    return node_find(cs, s->host, s->port);
+    /* from seed_next on, the first seed that is up, else the first
+     * connecting or not tried yet (its ops wait for it), else seed_next's */
+    rcluster *c = cs->rs->cluster;
+    int best = -1, best_state = -1;
+    for (size_t k = 0; k < c->n_seeds && best_state != S_UP; k++) {
+        const weir__redis_seed *s = &c->seeds[(cs->seed_next + k) % c->n_seeds];
+        int n = node_find(cs, s->host, s->port);
+        int state = n < 0 ? S_DOWN : cs->nodes[n].ss ? (int)cs->nodes[n].ss->state : S_CONNECTING;
+        if (n >= 0 && (best < 0 || state > best_state)) {
+            best = n;
+            best_state = state;
+        }
+    }
+    return best;
 }
 
 /* ------------------------------------------------------------ the slot map */
@@ -270,10 +282,14 @@ static void refresh_now(csession *cs)
             return;
         }
     }
-    const weir__redis_seed *s = &cs->rs->cluster->seeds[cs->seed_next % cs->rs->cluster->n_seeds];
-    int i = node_find(cs, s->host, s->port);
-    if (i >= 0)
-        node_session(cs, &cs->nodes[i]);
+    /* no node is up: connect to every seed (one may be down for good);
+     * the first up asks (on_node_up) */
+    rcluster *c = cs->rs->cluster;
+    for (size_t k = 0; k < c->n_seeds; k++) {
+        int i = node_find(cs, c->seeds[k].host, c->seeds[k].port);
+        if (i >= 0)
+            node_session(cs, &cs->nodes[i]);
+    }
     cs->want_map = true;
 }
 

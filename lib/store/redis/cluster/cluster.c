@@ -124,10 +124,15 @@ void weir__rcluster_breakers(redis_store *rs, weir_redis_breaker *worst, uint64_
     *worst = WEIR_REDIS_CLOSED;
     *opened = 0;
     for (size_t i = 0; i < n; i++) {
+        *opened += atomic_load(&c->nodes[i]->br.opened);
+        /* a node no map names (a master replaced by its replica, a seed
+         * that is down or a replica) serves no key: its breaker, which
+         * nothing probes any more, says nothing of the store */
+        if (atomic_load(&c->nodes[i]->mapped) == 0)
+            continue;
         weir_redis_breaker b = weir__breaker_state(&c->nodes[i]->br);
         if (b == WEIR_REDIS_OPEN || (b == WEIR_REDIS_HALF_OPEN && *worst == WEIR_REDIS_CLOSED))
             *worst = b;
-        *opened += atomic_load(&c->nodes[i]->br.opened);
     }
 }
 
@@ -162,7 +167,7 @@ static int node_find(csession *cs, const char *host, int port)
     cnode_shared *sh = shared_node(cs->rs, host, port);
     if (!sh)
         return -1;
-    cs->nodes[cs->n_nodes] = (cnode){sh, NULL};
+    cs->nodes[cs->n_nodes] = (cnode){sh, NULL, false};
     return (int)cs->n_nodes++;
 }
 
@@ -257,6 +262,13 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
         bool named = false;
         for (size_t k = 0; k < cs->scratch.n_nodes && !named; k++)
             named = idx[k] == (int)i;
+        if (named != n->mapped) {
+            n->mapped = named;
+            if (named)
+                atomic_fetch_add(&n->sh->mapped, 1);
+            else
+                atomic_fetch_sub(&n->sh->mapped, 1);
+        }
         if (!named && n->ss && n->ss != from && weir__redis_session_idle(n->ss)) {
             weir__redis_session_free(&n->ss->base);
             n->ss = NULL;
@@ -494,9 +506,12 @@ static void cs_free(weir_store_session *base)
     if (cs->periodic)
         cs->loop.timer_stop(cs->loop.data, cs->periodic);
     /* their batches complete with WEIR_ECLOSED, and with them the spans */
-    for (size_t i = 0; i < cs->n_nodes; i++)
+    for (size_t i = 0; i < cs->n_nodes; i++) {
+        if (cs->nodes[i].mapped)
+            atomic_fetch_sub(&cs->nodes[i].sh->mapped, 1);
         if (cs->nodes[i].ss)
             weir__redis_session_free(&cs->nodes[i].ss->base);
+    }
     weir__cluster_spans_free(cs);
     weir__free(ctx, cs->scratch.nodes);
     weir__free(ctx, cs);

@@ -158,8 +158,9 @@ typedef enum weir_redis_breaker {
 } weir_redis_breaker;
 
 /** Counters of a Redis store, summed over its sessions. On a cluster,
- *  `breaker` is the worst of the nodes' (open, then half-open) and
- *  `breaker_opened` their sum. */
+ *  `breaker` is the worst (open, then half-open) of the nodes a slot map
+ *  names now (not of a master gone and replaced by its replica, nor of a
+ *  seed that is down) and `breaker_opened` the sum over every node. */
 typedef struct weir_redis_stats {
     weir_redis_breaker breaker;
     uint64_t breaker_opened; /* times the breaker opened */

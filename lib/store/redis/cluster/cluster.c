@@ -124,10 +124,15 @@ void weir__rcluster_breakers(redis_store *rs, weir_redis_breaker *worst, uint64_
     *worst = WEIR_REDIS_CLOSED;
     *opened = 0;
     for (size_t i = 0; i < n; i++) {
+        *opened += atomic_load(&c->nodes[i]->br.opened);
+        /* a node no map names (a master replaced by its replica, a seed
+         * that is down or a replica) serves no key: its breaker, which
+         * nothing probes any more, says nothing of the store */
+        if (atomic_load(&c->nodes[i]->mapped) == 0)
+            continue;
         weir_redis_breaker b = weir__breaker_state(&c->nodes[i]->br);
         if (b == WEIR_REDIS_OPEN || (b == WEIR_REDIS_HALF_OPEN && *worst == WEIR_REDIS_CLOSED))
             *worst = b;
-        *opened += atomic_load(&c->nodes[i]->br.opened);
     }
 }
 
@@ -162,7 +167,7 @@ static int node_find(csession *cs, const char *host, int port)
     cnode_shared *sh = shared_node(cs->rs, host, port);
     if (!sh)
         return -1;
-    cs->nodes[cs->n_nodes] = (cnode){sh, NULL};
+    cs->nodes[cs->n_nodes] = (cnode){sh, NULL, false};
     return (int)cs->n_nodes++;
 }
 
@@ -189,8 +194,20 @@ static int slot_node(csession *cs, unsigned slot)
     uint16_t i = cs->node_of[slot];
     if (i != WEIR__NO_NODE)
         return i;
-    const weir__redis_seed *s = &cs->rs->cluster->seeds[cs->seed_next % cs->rs->cluster->n_seeds];
-    return node_find(cs, s->host, s->port);
+    /* from seed_next on, the first seed that is up, else the first
+     * connecting or not tried yet (its ops wait for it), else seed_next's */
+    rcluster *c = cs->rs->cluster;
+    int best = -1, best_state = -1;
+    for (size_t k = 0; k < c->n_seeds && best_state != S_UP; k++) {
+        const weir__redis_seed *s = &c->seeds[(cs->seed_next + k) % c->n_seeds];
+        int n = node_find(cs, s->host, s->port);
+        int state = n < 0 ? S_DOWN : cs->nodes[n].ss ? (int)cs->nodes[n].ss->state : S_CONNECTING;
+        if (n >= 0 && (best < 0 || state > best_state)) {
+            best = n;
+            best_state = state;
+        }
+    }
+    return best;
 }
 
 /* ------------------------------------------------------------ the slot map */
@@ -241,13 +258,22 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
         weir__log(cs->rs->base.ctx, WEIR_LOG_INFO, "event=redis_cluster_map masters=%zu slots=%d",
                   cs->scratch.n_nodes, covered);
     /* a node no slot names any more (a master gone, demoted or emptied):
-     * its connection goes once nothing waits on it */
+     * its connection goes once nothing waits on it; not the one that
+     * answered (a replica seed), whose reply callback this is: hiredis
+     * still uses its session when the callback returns */
     for (size_t i = 0; i < cs->n_nodes; i++) {
         cnode *n = &cs->nodes[i];
         bool named = false;
         for (size_t k = 0; k < cs->scratch.n_nodes && !named; k++)
             named = idx[k] == (int)i;
-        if (!named && n->ss && weir__redis_session_idle(n->ss)) {
+        if (named != n->mapped) {
+            n->mapped = named;
+            if (named)
+                atomic_fetch_add(&n->sh->mapped, 1);
+            else
+                atomic_fetch_sub(&n->sh->mapped, 1);
+        }
+        if (!named && n->ss && n->ss != from && weir__redis_session_idle(n->ss)) {
             weir__redis_session_free(&n->ss->base);
             n->ss = NULL;
         }
@@ -272,10 +298,14 @@ static void refresh_now(csession *cs)
             return;
         }
     }
-    const weir__redis_seed *s = &cs->rs->cluster->seeds[cs->seed_next % cs->rs->cluster->n_seeds];
-    int i = node_find(cs, s->host, s->port);
-    if (i >= 0)
-        node_session(cs, &cs->nodes[i]);
+    /* no node is up: connect to every seed (one may be down for good);
+     * the first up asks (on_node_up) */
+    rcluster *c = cs->rs->cluster;
+    for (size_t k = 0; k < c->n_seeds; k++) {
+        int i = node_find(cs, c->seeds[k].host, c->seeds[k].port);
+        if (i >= 0)
+            node_session(cs, &cs->nodes[i]);
+    }
     cs->want_map = true;
 }
 
@@ -480,9 +510,12 @@ static void cs_free(weir_store_session *base)
     if (cs->periodic)
         cs->loop.timer_stop(cs->loop.data, cs->periodic);
     /* their batches complete with WEIR_ECLOSED, and with them the spans */
-    for (size_t i = 0; i < cs->n_nodes; i++)
+    for (size_t i = 0; i < cs->n_nodes; i++) {
+        if (cs->nodes[i].mapped)
+            atomic_fetch_sub(&cs->nodes[i].sh->mapped, 1);
         if (cs->nodes[i].ss)
             weir__redis_session_free(&cs->nodes[i].ss->base);
+    }
     weir__cluster_spans_free(cs);
     weir__free(ctx, cs->scratch.nodes);
     weir__free(ctx, cs);

@@ -16,6 +16,7 @@
 typedef struct cnode_shared {
     weir__node_addr addr;
     breaker br;
+    _Atomic uint32_t mapped; /* sessions whose slot map names it now */
 } cnode_shared;
 
 /* The store's cluster part (redis_store.cluster). */
@@ -34,6 +35,7 @@ typedef struct rcluster {
 typedef struct cnode {
     cnode_shared *sh;
     rsession *ss; /* NULL until used, and after it left the map idle */
+    bool mapped;  /* the session's map names it (counted in sh->mapped) */
 } cnode;
 
 struct cspan;

@@ -91,10 +91,12 @@ static void render_cluster(weir_store *store, weir_buf *b)
     if (n > MAX_NODES)
         n = MAX_NODES;
     metrics_header(b, "weir_redis_node_breaker_state", "gauge",
-                   "A Redis Cluster node's circuit breaker: 0 closed, 1 open, 2 half-open.");
+                   "A Redis Cluster master's circuit breaker: 0 closed, 1 open, 2 half-open "
+                   "(the masters a slot map names now).");
     for (size_t i = 0; i < n; i++)
-        weir_buf_printf(b, "weir_redis_node_breaker_state{node=\"%s\"} %d\n", nodes[i].address,
-                        (int)nodes[i].breaker);
+        if (nodes[i].in_map)
+            weir_buf_printf(b, "weir_redis_node_breaker_state{node=\"%s\"} %d\n", nodes[i].address,
+                            (int)nodes[i].breaker);
     metrics_header(b, "weir_redis_node_breaker_opened_total", "counter",
                    "Times a Redis Cluster node's circuit breaker opened.");
     for (size_t i = 0; i < n; i++)

@@ -491,16 +491,21 @@ static void batch_post(routes_state *rs, http_answer *a, const weir_http1_reques
 /* 200 while serving (with Redis down too: decisions follow their failure
  * mode, and the details say so), 503 while draining. */
 
-/* A Redis Cluster's nodes and their breakers: "nodes":{"host:port":"closed",...}
- * (at most 64 listed; a cluster has as many masters as that rarely). */
+/* A Redis Cluster's masters and their breakers: "nodes":{"host:port":"closed",...}
+ * (those a slot map names now, at most 64 of them). */
 static void health_nodes(weir_store *store, weir_buf *b)
 {
     weir_redis_node nodes[64];
     size_t n = weir_redis_nodes_get(store, nodes, 64);
     weir_buf_puts(b, ",\"nodes\":{");
-    for (size_t i = 0; i < n && i < 64; i++)
-        weir_buf_printf(b, "%s\"%s\":\"%s\"", i ? "," : "", nodes[i].address,
+    bool first = true;
+    for (size_t i = 0; i < n && i < 64; i++) {
+        if (!nodes[i].in_map)
+            continue;
+        weir_buf_printf(b, "%s\"%s\":\"%s\"", first ? "" : ",", nodes[i].address,
                         weir_redis_breaker_name(nodes[i].breaker));
+        first = false;
+    }
     weir_buf_putc(b, '}');
 }
 

@@ -219,11 +219,14 @@ typedef struct weir_redis_sync_stats {
  *  is not a Redis store. Thread-safe. */
 WEIR_API weir_status weir_redis_sync_stats_get(weir_store *store, weir_redis_sync_stats *out);
 
-/** A cluster node's breaker: "host:port", its state and times opened. */
+/** A cluster node's breaker: "host:port", its state and times opened, and
+ *  whether a slot map names it now (false for a master replaced by its
+ *  replica, or a seed that is down or a replica). */
 typedef struct weir_redis_node {
     char address[WEIR_REDIS_MAX_FIELD + 8];
     weir_redis_breaker breaker;
     uint64_t breaker_opened;
+    bool in_map;
 } weir_redis_node;
 
 /** The nodes a Redis Cluster store has met (masters now or before), up

@@ -534,6 +534,12 @@ def test_a_master_killed_under_load(weir_factory, redis_cluster_factory):
     # the node gone from the map: weir is healthy again
     w.wait_until(lambda: health_status(w)["status"] == "ok", timeout=10, interval=0.1,
                  what="/healthz ok after the failover")
+    # the dead master is listed no more: the promoted replica is
+    nodes = health_status(w)["store"]["nodes"]
+    assert f"127.0.0.1:{dead_port}" not in nodes and nodes[f"127.0.0.1:{new_master.port}"] == \
+        "closed", nodes
+    assert w.metric("weir_redis_node_breaker_state", **dict(node_label)) is None
+    assert w.metric("weir_redis_node_breaker_state", node=f"127.0.0.1:{new_master.port}") == 0
 
 
 # ---------------------------------------------------------------- start-up

@@ -147,6 +147,7 @@ size_t weir__rcluster_nodes(redis_store *rs, weir_redis_node *out, size_t cap)
                  sh->addr.port);
         out[i].breaker = weir__breaker_state(&sh->br);
         out[i].breaker_opened = atomic_load(&sh->br.opened);
+        out[i].in_map = atomic_load(&sh->mapped) > 0;
     }
     return n;
 }

@@ -59,7 +59,8 @@ static void render_cluster(weir_store *store, weir_buf *b)
         const char *name, *type, *help;
         size_t off;
     } counters[] = {
-        {"weir_redis_cluster_nodes", "gauge", "Redis Cluster masters met so far.",
+        {"weir_redis_cluster_nodes", "gauge",
+         "Redis Cluster nodes met so far (masters, and the seeds).",
          offsetof(weir_redis_cluster_stats, nodes)},
         {"weir_redis_cluster_refreshes_total", "counter", "Slot maps read (CLUSTER SLOTS).",
          offsetof(weir_redis_cluster_stats, refreshes)},

@@ -184,7 +184,8 @@ WEIR_API weir_status weir_redis_stats_get(weir_store *store, weir_redis_stats *o
 typedef struct weir_redis_cluster_stats {
     /** sizeof(weir_redis_cluster_stats), set by the caller. */
     size_t size;
-    uint64_t nodes;         /* masters met so far (each has a breaker) */
+    uint64_t nodes;         /* nodes met so far, masters and seeds (each has
+                               a breaker) */
     uint64_t refreshes;     /* slot maps read (CLUSTER SLOTS) */
     uint64_t moved;         /* MOVED answers (and calls refused for a key
                                the node does not serve), followed */

@@ -289,11 +289,12 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
  * whose coming up asks. */
 static void refresh_now(csession *cs)
 {
-    cs->last_refresh = weir__redis_mono_us();
     for (size_t k = 0; k < cs->n_nodes; k++) {
         cnode *n = &cs->nodes[(cs->seed_next + k) % cs->n_nodes];
         if (n->ss && n->ss->state == S_UP && n->ss->ac &&
             redisAsyncCommand(n->ss->ac, on_slots, cs, "CLUSTER SLOTS") == REDIS_OK) {
+            /* only a map asked counts: a seed coming up asks at once */
+            cs->last_refresh = weir__redis_mono_us();
             cs->refreshing = true;
             cs->asked = n->ss;
             return;

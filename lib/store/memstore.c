@@ -561,19 +561,32 @@ static bool rebuild(memstore *ms, shard *sh, uint32_t nb)
 }
 
 /* Grow by GROW_PCT (and by as much again each time the entries do not
- * fit), unless that would cross the cap with `extra` bytes still to come:
- * old and new tables both exist while entries move. */
+ * fit). Under a cap, the new table may take what the cap leaves beside
+ * the shard's other bytes and `extra` still to come; its last growth is to
+ * that size, when it is at least an eighth larger (smaller steps would
+ * rebuild the table for little). Old and new tables both exist while the
+ * entries move: one shard's table, for the length of a rebuild, passes
+ * the cap (docs/OPERATIONS.md, "Memory"). */
 static bool grow(memstore *ms, shard *sh, uint64_t extra)
 {
-    uint64_t nb = sh->nbuckets;
+    uint64_t nb = sh->nbuckets, fit = MAX_BUCKETS;
+    if (ms->shard_cap) {
+        uint64_t others = sh->bytes - table_cost(sh->nbuckets) + extra;
+        uint64_t room = ms->shard_cap > others ? ms->shard_cap - others : 0;
+        fit = room > table_cost(0) ? (room - table_cost(0)) / sizeof(bucket) : 0;
+        if (fit < nb + nb / 8)
+            return false;
+    }
     for (int tries = 0; tries < GROW_TRIES; tries++) {
         nb = nb * GROW_PCT / 100 + 1;
-        if (nb > MAX_BUCKETS)
-            return false;
-        if (ms->shard_cap && sh->bytes + table_cost((uint32_t)nb) + extra > ms->shard_cap)
+        if (nb > fit)
+            nb = fit;
+        if (nb > MAX_BUCKETS || nb <= sh->nbuckets)
             return false;
         if (rebuild(ms, sh, (uint32_t)nb))
             return true;
+        if (nb == fit)
+            return false;
     }
     return false;
 }

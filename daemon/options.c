@@ -184,6 +184,9 @@ static const option options[] = {
      "connections held at once over all listeners; more are closed at once"},
     {"max-header-bytes", "WEIR_MAX_HEADER_BYTES", "BYTES", "16KiB", K_BYTES, AT(max_header_bytes),
      "request line and headers of one HTTP request (431 beyond)"},
+    {"max-unsent-bytes", "WEIR_MAX_UNSENT_BYTES", "BYTES", "256KiB", K_BYTES, AT(max_unsent_bytes),
+     "answers one connection may hold while its client takes none: then HTTP/1.1 and RESP stop "
+     "reading, gRPC refuses new calls (REFUSED_STREAM)"},
     {"max-body-bytes", "WEIR_MAX_BODY_BYTES", "BYTES", "64KiB", K_BYTES, AT(max_body_bytes),
      "body of one HTTP request (413 beyond)"},
     {"max-descriptors", "WEIR_MAX_DESCRIPTORS", "N", "64", K_COUNT, AT(max_descriptors),
@@ -616,6 +619,10 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->max_descriptors == 0 || o->max_descriptors > WEIR_ENGINE_MAX_DESCRIPTORS) {
         fprintf(err, "weir serve: --max-descriptors must be 1..%u\n", WEIR_ENGINE_MAX_DESCRIPTORS);
+        return 2;
+    }
+    if (o->max_unsent_bytes < 4096) {
+        fprintf(err, "weir serve: --max-unsent-bytes must be at least 4KiB\n");
         return 2;
     }
     if (o->max_batch == 0 || o->max_header_bytes < 256 || o->max_body_bytes == 0) {

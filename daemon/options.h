@@ -58,6 +58,7 @@ typedef struct serve_options {
     unsigned address_prefix[2];   /* IPv4, IPv6 bits kept of a client address */
     uint64_t max_connections;
     uint64_t max_header_bytes;
+    uint64_t max_unsent_bytes; /* answers a connection may hold unsent */
     uint64_t max_body_bytes;
     uint64_t max_descriptors;
     uint64_t max_batch;

@@ -6,18 +6,16 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-/* Queued reply bytes above which reading pauses until they are written. */
-#define MAX_QUEUED_OUT (1u << 20)
-
 /* A write handed to libuv completed: go on sending, or resume reading. */
 static void written(conn_writer *wr)
 {
     replies_pump((replies *)(void *)((char *)wr - offsetof(replies, wr)));
 }
 
-void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops)
+void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops, size_t max_unsent)
 {
     r->c = c;
+    r->max_unsent = max_unsent;
     r->ops = ops;
     r->slot_size = slot_size;
     conn_writer_init(&r->wr, c, written);
@@ -96,7 +94,7 @@ void replies_pump(replies *r)
         if (!conn_writer_flush(&r->wr))
             return;
         if (r->wr.writing) {
-            if (conn_writer_queued(&r->wr) > MAX_QUEUED_OUT && !r->paused) {
+            if (conn_writer_queued(&r->wr) > r->max_unsent && !r->paused) {
                 /* The client is not taking its replies: stop reading. Its
                  * next requests wait in the socket, not on a deadline of
                  * their own. */

@@ -49,14 +49,17 @@ struct replies {
     reply_slot *head, *tail; /* not yet sent, in request order */
     reply_slot *spare;       /* sent, kept for the next requests */
     size_t slot_size;        /* a protocol's slot starts with a reply_slot */
+    size_t max_unsent;       /* queued reply bytes past which reading pauses */
     unsigned queued;         /* slots from head to tail */
     bool close_after_write;  /* a reply that ends the connection went to the writer */
     bool paused;             /* reading stopped */
     bool processing;         /* in the protocol's read: it pumps at the end */
 };
 
-/** Set up @r for @c: its writer's completions pump the replies. */
-void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops);
+/** Set up @r for @c: its writer's completions pump the replies. Reading
+ *  pauses while more than @max_unsent reply bytes wait for the socket
+ *  (--max-unsent-bytes). */
+void replies_init(replies *r, conn *c, size_t slot_size, const replies_ops *ops, size_t max_unsent);
 /** Free the slots and the writer, once the connection's handles closed. */
 void replies_free(replies *r);
 

@@ -304,6 +304,7 @@ static void grpc_accept(listener *l)
         .max_header_list =
             o->max_header_bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)o->max_header_bytes,
         .request_timeout_ns = ms_to_ns(o->request_timeout_ms),
+        .max_unsent = (size_t)o->max_unsent_bytes,
     };
     c->h2 = weir_grpc_h2_new(&lim, on_call, c);
     if (!c->h2) {

@@ -292,7 +292,8 @@ static void http_accept(listener *l)
     http_conn *c = (http_conn *)conn_accept(l, sizeof(http_conn), conn_free);
     if (!c)
         return;
-    replies_init(&c->r, &c->base, sizeof(http_answer), &http_replies);
+    replies_init(&c->r, &c->base, sizeof(http_answer), &http_replies,
+                 (size_t)srv->opt.max_unsent_bytes);
     weir_http1_limits lim = {(size_t)srv->opt.max_header_bytes, (size_t)srv->opt.max_body_bytes};
     size_t cap = lim.max_header_bytes + lim.max_body_bytes;
     size_t psize = (weir_http1_size() + 15) & ~(size_t)15;

@@ -297,7 +297,8 @@ static void resp_accept(listener *l)
     resp_conn *c = (resp_conn *)conn_accept(l, sizeof(resp_conn), conn_free);
     if (!c)
         return;
-    replies_init(&c->r, &c->base, sizeof(resp_slot), &resp_replies);
+    replies_init(&c->r, &c->base, sizeof(resp_slot), &resp_replies,
+                 (size_t)srv->opt.max_unsent_bytes);
     weir_buf_init(&c->in, SIZE_MAX);
     weir_resp_limits lim = {RESP_MAX_ARGS, RESP_MAX_BULK, RESP_MAX_INLINE};
     if (!(c->parser = weir_resp_parser_new(&lim))) {

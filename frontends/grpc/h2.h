@@ -63,6 +63,11 @@ typedef struct weir_grpc_h2_limits {
     size_t max_buffered;
     /** A request must be whole this long after its headers (0 = no cap). */
     int64_t request_timeout_ns;
+    /** Answers held unsent (their bytes, and 1 KiB a stream for the
+     *  stream itself) past which a new call is refused with
+     *  RST_STREAM(REFUSED_STREAM) (default 256 KiB): a client that keeps
+     *  its flow-control window shut holds no more. */
+    size_t max_unsent;
 } weir_grpc_h2_limits;
 
 /** One unary call: valid only during the callback. */
@@ -139,6 +144,11 @@ void weir_grpc_h2_shutdown(weir_grpc_h2 *h);
 /** The final GOAWAY now (NO_ERROR), e.g. when the PING's ACK is late or
  *  the connection was idle too long. */
 void weir_grpc_h2_goaway(weir_grpc_h2 *h);
+
+/** Bytes held by answers not sent yet (weir_grpc_h2_limits.max_unsent). */
+size_t weir_grpc_h2_held(const weir_grpc_h2 *h);
+/** Calls refused so far because the answers held passed max_unsent. */
+uint64_t weir_grpc_h2_refused_streams(const weir_grpc_h2 *h);
 
 /** Requests received and not yet closed (answered and sent, or reset). */
 size_t weir_grpc_h2_open_streams(const weir_grpc_h2 *h);

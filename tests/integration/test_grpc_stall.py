@@ -48,8 +48,9 @@ def call_frames(stream, timeout=None):
     return frame(HEADERS, END_HEADERS, stream, block) + frame(DATA, END_STREAM, stream, message)
 
 
-def read_frames(sock, buf):
-    """Frames whole in @buf after reading what is there; None at the end."""
+def read_frames(sock, buf, streams=False):
+    """Frames whole in @buf after reading what is there; None at the end.
+    Each (type, flags, payload), and its stream id last with @streams."""
     try:
         data = sock.recv(65536)
     except socket.timeout:
@@ -63,7 +64,8 @@ def read_frames(sock, buf):
         n = int.from_bytes(buf[0:3], "big")
         if len(buf) < 9 + n:
             break
-        out.append((buf[3], buf[4], bytes(buf[9:9 + n])))
+        f = (buf[3], buf[4], bytes(buf[9:9 + n]))
+        out.append(f + (int.from_bytes(buf[5:9], "big") & 0x7fffffff,) if streams else f)
         del buf[:9 + n]
     return out
 
@@ -148,3 +150,53 @@ def test_calls_past_their_deadline_are_not_charged(weir_factory, timeout, charge
     r = weir.check("test", {"k": "v"})
     assert r.status == 200
     assert json.loads(r.text())["statuses"][0]["remaining"] == 1000 - charged - 1
+
+
+RST_STREAM = 0x3
+REFUSED_STREAM = 0x7
+
+
+def test_answers_held_unsent_are_bounded(weir_factory):
+    """A client that keeps its flow-control window shut and opens call
+    after call: once the answers it holds pass --max-unsent-bytes, new
+    calls are refused (RST_STREAM REFUSED_STREAM, safe to retry), so the
+    connection holds a bounded amount; when the client opens its window,
+    the answers go and new calls are taken again."""
+    weir = weir_factory(RULES, "--grpc", "127.0.0.1:0", "--max-unsent-bytes", "64KiB")
+    s = socket.create_connection(("127.0.0.1", weir.grpc_port), timeout=0.2)
+    s.sendall(PREFACE + frame(SETTINGS, 0, 0, struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE,
+                                                             0)))
+    buf = bytearray()
+    t0 = time.monotonic()
+    acked = False
+    while not acked and time.monotonic() - t0 < 5:
+        for ftype, flags, _ in read_frames(s, buf) or []:
+            if ftype == SETTINGS and not flags & ACK:
+                s.sendall(frame(SETTINGS, ACK, 0))
+                acked = True
+    assert acked
+    s.sendall(b"".join(call_frames(2 * i + 1) for i in range(300)))
+    heads = refused = 0
+    t0 = time.monotonic()
+    while heads + refused < 300 and time.monotonic() - t0 < 5:
+        frames = read_frames(s, buf)
+        assert frames is not None, "closed"
+        for ftype, _, payload in frames:
+            heads += ftype == HEADERS
+            refused += ftype == RST_STREAM and struct.unpack(">I", payload)[0] == REFUSED_STREAM
+    # 1 KiB a stream and its answer: about 60 answered under 64 KiB
+    assert refused > 0 and heads + refused == 300, (heads, refused)
+    assert 30 <= heads <= 80, heads
+    # the window opens: the answers go, and a new call is answered
+    s.sendall(frame(SETTINGS, 0, 0, struct.pack(">HI", SETTINGS_INITIAL_WINDOW_SIZE, 65535)))
+    s.sendall(call_frames(1001))
+    answered_new = False
+    t0 = time.monotonic()
+    while not answered_new and time.monotonic() - t0 < 5:
+        frames = read_frames(s, buf, streams=True)
+        assert frames is not None, "closed"
+        for ftype, _, _, stream in frames:
+            assert not (ftype == RST_STREAM and stream == 1001), "the new call was refused"
+            answered_new |= ftype == DATA and stream == 1001
+    s.close()
+    assert answered_new

@@ -5,10 +5,10 @@
  * Layout. A key is known by its 128-bit digest (XXH3-128 under a random
  * per-store secret, so nobody can aim keys at one bucket or make two keys
  * collide): the low bits choose the shard, the high 64 bits (the tag) the
- * key's two candidate buckets in the shard's cuckoo table, and 88 bits of
+ * key's two candidate buckets in the shard's cuckoo table, and 86 bits of
  * the digest beyond the shard's are kept in the entry and compared on a
- * lookup. Two keys would share an entry only if those 88 bits agreed: under
- * a secret seed, about one chance in 10^26 per comparison, so the store keeps
+ * lookup. Two keys would share an entry only if those 86 bits agreed: under
+ * a secret seed, about one chance in 10^25 per comparison, so the store keeps
  * no key bytes at all and every entry has one size whatever the key's
  * length. A bucket is two 32-byte entries, one cache line aligned to 64;
  * the 16-byte states of the fixed-size algorithms live inside the entry,
@@ -85,16 +85,22 @@
 #define TICK_SHIFT 20
 #define BUCKET_ALIGN 64u
 
-/* The low byte of entry.check: the algorithm (0 marks a free slot) and the
- * flags; the upper 24 bits: more of the key's digest. */
+/* The low 10 bits of entry.check: the algorithm (0 marks a free slot), the
+ * flags and the count of decisions; the upper 22 bits: more of the key's
+ * digest. */
 #define ALGO_MASK 0x0Fu
 #define F_OVER 0x10u /* over its limit (or at it) at the last decision */
 #define F_BLOB 0x20u /* the state lives out of line */
-#define CHECK_MASK 0xFFFFFF00u
+/* Decisions the key has had, saturating at 15: under the cap, a key asked
+ * once goes before one in use (a flood of keys minted to be asked once
+ * cannot push out the keys of clients that keep asking) */
+#define FREQ_ONE 0x40u
+#define FREQ_MASK 0x3C0u
+#define CHECK_MASK 0xFFFFFC00u
 
 typedef struct entry {
     uint64_t tag;   /* high half of the key's digest: its two buckets */
-    uint32_t check; /* 24 more bits of the digest | flags | algorithm */
+    uint32_t check; /* 22 more bits of the digest | decisions | flags | algorithm */
     uint32_t rest;  /* tick (rounded up) when the key is back at rest */
     union {
         int64_t align;
@@ -117,7 +123,7 @@ _Static_assert(sizeof(bucket) == BUCKET_ALIGN, "a bucket is one cache line");
 /* What a key is known by: the shard's bits are implicit in the shard. */
 typedef struct digest {
     uint64_t tag;
-    uint32_t check; /* upper 24 bits only */
+    uint32_t check; /* upper 22 bits only */
     uint32_t shard;
 } digest;
 
@@ -376,12 +382,21 @@ static size_t sweep_all(memstore *ms, shard *sh, uint32_t now_tick)
 
 /* Is a better eviction victim than b: under its limit before over it, then
  * the one that comes to rest first. */
+/* Whether @e is a better victim than @b: a key under its limit (what it
+ * has used is all its eviction gives back) before one over it (whose
+ * eviction is a fresh quota), then the key asked fewer times, then the one
+ * back at rest sooner. */
 static bool better_victim(const entry *e, const entry *b)
 {
     if (!b)
         return true;
     unsigned eo = e->check & F_OVER, bo = b->check & F_OVER;
-    return eo < bo || (eo == bo && e->rest < b->rest);
+    if (eo != bo)
+        return eo < bo;
+    unsigned ef = e->check & FREQ_MASK, bf = b->check & FREQ_MASK;
+    if (ef != bf)
+        return ef < bf;
+    return e->rest < b->rest;
 }
 
 static void evicted(memstore *ms, shard *sh, entry *e)
@@ -393,14 +408,15 @@ static void evicted(memstore *ms, shard *sh, entry *e)
 /* Evict one active key: of a sample taken from the cursor, the best victim.
  * Slots are sampled in order, so a run of over-limit keys could fill a
  * sample: the scan goes on past EVICT_SAMPLE (up to EVICT_SCAN) until it
- * has seen a key under its limit, and takes an over-limit key only when
- * none turns up. */
+ * has seen a key under its limit or one asked only once, and takes a key
+ * over its limit and asked more only when none turns up. */
 static void evict_one(memstore *ms, shard *sh)
 {
     entry *best = NULL;
     uint32_t seen = 0, n = nslots(sh);
     for (uint32_t k = 0; k < n && k < EVICT_SCAN; k++) {
-        if (seen >= EVICT_SAMPLE && best && !(best->check & F_OVER))
+        if (seen >= EVICT_SAMPLE && best &&
+            (!(best->check & F_OVER) || (best->check & FREQ_MASK) <= FREQ_ONE))
             break;
         if (sh->cursor >= n)
             sh->cursor = 0;
@@ -683,6 +699,8 @@ static void note_decision(shard *sh, entry *e, int64_t now_us, const weir_result
         e->check |= F_OVER;
     else
         e->check &= ~F_OVER;
+    if ((e->check & FREQ_MASK) != FREQ_MASK)
+        e->check += FREQ_ONE;
 }
 
 static bool op_valid(const weir_op *op, unsigned flags)

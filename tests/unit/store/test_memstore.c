@@ -293,6 +293,52 @@ static void memory_cap_is_used(void **unused)
     close_store(&f);
 }
 
+/* A flood of distinct keys, each taken to its limit at once (over it from
+ * their first request, as the clients' over-limit keys are), streamed
+ * through a full store: the clients' keys, asked more than once, stay, and
+ * none gets a fresh quota while the flood lasts. */
+static void key_flood_keeps_keys_in_use(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 1u << 20, 0);
+    const weir_algorithm algos[] = {WEIR_ALGO_FIXED_WINDOW, WEIR_ALGO_GCRA, WEIR_ALGO_TOKEN_BUCKET,
+                                    WEIR_ALGO_SLIDING_COUNTER, WEIR_ALGO_SLIDING_LOG};
+    enum { VICTIMS = 5, LIMIT = 3 };
+    weir_limit lims[VICTIMS];
+    char key[48];
+    for (int v = 0; v < VICTIMS; v++) {
+        weir_limit_spec spec = {
+            .algorithm = algos[v], .limit = LIMIT, .window_us = 3600 * S, .burst = LIMIT};
+        if (algos[v] != WEIR_ALGO_GCRA && algos[v] != WEIR_ALGO_TOKEN_BUCKET)
+            spec.burst = 0;
+        assert_int_equal(weir_limit_compile(&spec, &lims[v]), WEIR_OK);
+        snprintf(key, sizeof(key), "victim:%d", v);
+        for (int i = 0; i < LIMIT; i++)
+            assert_true(take(st, key, &lims[v], 0, 1).allowed);
+        assert_false(take(st, key, &lims[v], 0, 1).allowed);
+    }
+    uint64_t flood = 0;
+    for (int round = 0; round < 10; round++) {
+        /* about three times what the store holds, per round */
+        for (int i = 0; i < 100000; i++, flood++) {
+            snprintf(key, sizeof(key), "flood:%llu", (unsigned long long)flood);
+            weir_result r;
+            const weir_limit *l = &lims[flood % VICTIMS];
+            assert_int_equal(weir_memstore_take(st, key, strlen(key), l, S + round, LIMIT, &r),
+                             WEIR_OK);
+        }
+        for (int v = 0; v < VICTIMS; v++) {
+            snprintf(key, sizeof(key), "victim:%d", v);
+            if (take(st, key, &lims[v], 2 * S, 1).allowed)
+                fail_msg("round %d: %s (%s) got a fresh quota", round, key,
+                         weir_algorithm_name(algos[v]));
+        }
+    }
+    assert_true(stats(st).evictions > flood / 2);
+    close_store(&f);
+}
+
 static void at_rest_keys_go_before_over_limit_keys(void **unused)
 {
     (void)unused;
@@ -758,6 +804,7 @@ int main(void)
         cmocka_unit_test(inserts_sweep_incrementally),
         cmocka_unit_test(memory_cap_holds),
         cmocka_unit_test(memory_cap_is_used),
+        cmocka_unit_test(key_flood_keeps_keys_in_use),
         cmocka_unit_test(at_rest_keys_go_before_over_limit_keys),
         cmocka_unit_test(cap_smaller_than_one_key),
         cmocka_unit_test(atomic_batch_charges_all_or_nothing),

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-rss bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
 
 all: build
 
@@ -111,6 +111,10 @@ bench-resp: build
 # Resident memory around bursts of idle connections (bench/rss.sh).
 bench-rss: build
 	bench/rss.sh
+
+# What connections whose clients take no answers hold (bench/held.sh).
+bench-held: build
+	bench/held.sh
 
 bench-peers: build
 	@scripts/deps.sh bench

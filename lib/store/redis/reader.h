@@ -17,8 +17,11 @@
 #include "weir/store.h"
 
 /* The longest array a reply may hold: more than the script's, for a call
- * of WEIR_MAX_BATCH ops (1 + at most 6 per op). */
-#define WEIR__REDIS_MAX_REPLY_ELEMENTS (1 + 8 * (int)WEIR_MAX_BATCH)
+ * of WEIR_MAX_BATCH ops (1 + at most 6 per op), and than a Redis Cluster's
+ * CLUSTER SLOTS (one entry per range of slots: 16,384 at most). */
+#define WEIR__REDIS_SCRIPT_ELEMENTS (1 + 8 * (int)WEIR_MAX_BATCH)
+#define WEIR__REDIS_MAX_REPLY_ELEMENTS \
+    (WEIR__REDIS_SCRIPT_ELEMENTS > 16400 ? WEIR__REDIS_SCRIPT_ELEMENTS : 16400)
 /* The longest string: a sha1, a library name, an error message. */
 #define WEIR__REDIS_MAX_REPLY_STRING ((size_t)1 << 16)
 

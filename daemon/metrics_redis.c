@@ -107,6 +107,37 @@ static void render_cluster(weir_store *store, weir_buf *b)
 }
 
 /* The Redis store's state and counters, when the store is one. */
+/* The master Sentinel names and the following of it, when the store is
+ * on Sentinel. */
+static void render_redis_sentinel(weir_store *store, weir_buf *b)
+{
+    weir_redis_sentinel_stats s = {.size = sizeof(s)};
+    if (weir_redis_sentinel_stats_get(store, &s) != WEIR_OK)
+        return;
+    metrics_header(b, "weir_redis_sentinel_master", "gauge",
+                   "The master the sentinels named last (its address a label): 1, or 0 with an "
+                   "empty address until one is named.");
+    weir_buf_puts(b, "weir_redis_sentinel_master{address=\"");
+    metrics_put_label(b, s.master);
+    weir_buf_printf(b, "\"} %d\n", s.master[0] ? 1 : 0);
+    const struct {
+        const char *name, *help;
+        uint64_t value;
+    } counters[] = {
+        {"weir_redis_sentinel_failovers_total",
+         "Times the master the sentinels name moved to another address.", s.failovers},
+        {"weir_redis_sentinel_errors_total",
+         "Connections to sentinels that failed, were lost, timed out or were refused.",
+         s.sentinel_errors},
+        {"weir_redis_sentinel_not_master_total",
+         "Connections to a named master refused because ROLE said it was not one.", s.not_master},
+    };
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+        metrics_header(b, counters[i].name, "counter", counters[i].help);
+        weir_buf_printf(b, "%s %llu\n", counters[i].name, (unsigned long long)counters[i].value);
+    }
+}
+
 void metrics_render_redis(weir_store *store, weir_buf *b)
 {
     weir_redis_stats r;
@@ -152,4 +183,5 @@ void metrics_render_redis(weir_store *store, weir_buf *b)
     }
     render_cluster(store, b);
     render_sync(store, b);
+    render_redis_sentinel(store, b);
 }

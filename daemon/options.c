@@ -97,8 +97,9 @@ static const option options[] = {
      "worker threads, each with its own event loop; 0 = one per core"},
     {"store", "WEIR_STORE", "URL", "memory", K_TEXT, AT(store),
      "where counters live: memory, redis://[[user]:password@]host:port[/db], "
-     "redis+unix:///path/to.sock or redis+cluster://host:port,host:port,... (password also "
-     "from WEIR_REDIS_PASSWORD)"},
+     "redis+unix:///path/to.sock, redis+cluster://host:port,host:port,... or "
+     "redis+sentinel://[[user]:password@]master@host:port,... (password also from "
+     "WEIR_REDIS_PASSWORD)"},
     {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "512MiB", K_BYTES, AT(max_memory),
      "memory store cap, about 10 million keys by default; 0 = no cap. Keys at rest are "
      "evicted first"},

@@ -64,7 +64,8 @@ static weir_status open_deferred(weir_ctx *ctx, const serve_options *o, const ch
 #endif
 
 /* The Redis options of a URL and of the --redis-* settings; the
- * password from WEIR_REDIS_PASSWORD when the URL has none. */
+ * password from WEIR_REDIS_PASSWORD when the URL has none, the sentinels'
+ * from WEIR_REDIS_SENTINEL_PASSWORD. */
 static bool redis_options(const char *url, const serve_options *o, weir_redis_options *ro,
                           char *buf, size_t cap, char *msg, size_t msg_cap)
 {
@@ -74,6 +75,9 @@ static bool redis_options(const char *url, const serve_options *o, weir_redis_op
     const char *env = getenv("WEIR_REDIS_PASSWORD");
     if (!ro->password && env && *env)
         ro->password = env;
+    env = getenv("WEIR_REDIS_SENTINEL_PASSWORD");
+    if (ro->topology == WEIR_REDIS_SENTINEL && env && *env)
+        ro->sentinel_password = env;
     if (o) {
         ro->timeout_us = o->redis_timeout_ms * 1000;
         ro->connect_timeout_us = o->redis_connect_timeout_ms * 1000;
@@ -129,6 +133,7 @@ static const store_row stores[] = {
     {"redis", true, open_redis, check_redis},
     {"redis+unix", true, open_redis, check_redis},
     {"redis+cluster", true, open_redis, check_redis},
+    {"redis+sentinel", true, open_redis, check_redis},
     {"rediss", false, open_redis, check_redis}, /* refused with the reason */
 #ifdef WEIR_TEST_STORES
     {"memory+deferred", false, open_deferred, NULL},
@@ -165,9 +170,18 @@ bool stores_check(const char *url, char *msg, size_t cap)
 
 void stores_describe(const char *url, char *out, size_t cap)
 {
-    /* scheme://user:password@rest -> scheme://user:***@rest */
+    /* scheme://user:password@rest -> scheme://user:***@rest; on Sentinel
+     * the rest is master@hosts, so the credentials end at the '@' before
+     * the last one */
     const char *start = strstr(url, "://");
     const char *at = start ? strrchr(start + 3, '@') : NULL;
+    if (at && strncmp(url, "redis+sentinel://", 17) == 0) {
+        const char *name_at = at;
+        at = NULL;
+        for (const char *p = start + 3; p < name_at; p++)
+            if (*p == '@')
+                at = p;
+    }
     const char *colon = at ? memchr(start + 3, ':', (size_t)(at - start - 3)) : NULL;
     if (!colon) {
         snprintf(out, cap, "%s", url);

@@ -44,7 +44,12 @@ typedef enum weir_redis_topology {
      *  from them says which master holds which key (since 0.2). */
     WEIR_REDIS_CLUSTER = 1,
     /** A master watched by Redis Sentinel: seeds names the sentinels,
-     *  master_name the master they watch (since 0.2). */
+     *  master_name the master they watch (since 0.2). Each session asks
+     *  a sentinel where the master is, connects there only once ROLE
+     *  says "master", and follows the sentinels' +switch-master (and a
+     *  poll every second) to the new master after a failover; until a
+     *  master is known and up, batches fail at once with WEIR_EUNAVAIL,
+     *  as with a single server down. */
     WEIR_REDIS_SENTINEL = 2,
 } weir_redis_topology;
 
@@ -100,6 +105,9 @@ typedef struct weir_redis_options {
      *  a `sync: local` op (WEIR_OP_SYNC_LOCAL) is decided here at
      *  1/instances of its limit. */
     uint32_t instances;
+    /** Sentinel: AUTH sent to the sentinels (their `requirepass`); NULL:
+     *  they need none. user and password are the master's. */
+    const char *sentinel_password;
 } weir_redis_options;
 
 /** Defaults for every field but where Redis is. */
@@ -143,10 +151,16 @@ WEIR_API weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_option
  * weir_redis_ping() - connect once, synchronously, as a session would
  * (AUTH, SELECT, loading the script), within the connect timeout.
  *
+ * On Sentinel, the sentinels are asked in turn where the master is
+ * (SENTINEL get-master-addr-by-name), and that master is checked as
+ * above.
+ *
  * Returns WEIR_OK; WEIR_EUNAVAIL when Redis cannot be reached (the store
- * still works: sessions keep trying); WEIR_EINVAL when Redis refused the
- * credentials, the database or the script (a configuration error). A
- * message goes to @msg either way.
+ * still works: sessions keep trying), or on Sentinel when no sentinel
+ * can; WEIR_EINVAL when Redis refused the credentials, the database or
+ * the script, or when the sentinels that answered do not know the master
+ * name or refused the question (a configuration error). A message goes
+ * to @msg either way.
  */
 WEIR_API weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap);
 
@@ -234,6 +248,27 @@ typedef struct weir_redis_node {
  *  to @cap of them into @out; returns how many there are (0 for a store
  *  that is not a cluster's). Thread-safe. Since 0.2. */
 WEIR_API size_t weir_redis_nodes_get(weir_store *store, weir_redis_node *out, size_t cap);
+/** The master's address as weir_redis_sentinel_stats gives it: "host:port",
+ *  an IPv6 host in brackets. */
+#define WEIR_REDIS_ADDR_BYTES (WEIR_REDIS_MAX_FIELD + 9u)
+
+/** Counters of a Redis store on Sentinel, summed over its sessions
+ *  (since 0.2). */
+typedef struct weir_redis_sentinel_stats {
+    /** sizeof(weir_redis_sentinel_stats), set by the caller. */
+    size_t size;
+    uint64_t failovers;       /* times the master named changed to another address */
+    uint64_t sentinel_errors; /* sentinel connections that failed, were lost or refused */
+    uint64_t not_master;      /* connections to a named master that ROLE said was not one */
+    /** The master the sentinels named last, "" until one has been. */
+    char master[WEIR_REDIS_ADDR_BYTES];
+} weir_redis_sentinel_stats;
+
+/** Fill @out (whose size field is set). Returns WEIR_OK, or WEIR_EINVAL
+ *  when @store is not a Redis store on Sentinel or @out->size is too
+ *  small. Thread-safe; each counter is exact, the set a snapshot. */
+WEIR_API weir_status weir_redis_sentinel_stats_get(weir_store *store,
+                                                   weir_redis_sentinel_stats *out);
 
 /** The breaker state's name: "closed", "open", "half_open". */
 WEIR_API const char *weir_redis_breaker_name(weir_redis_breaker b);

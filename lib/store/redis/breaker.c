@@ -78,3 +78,9 @@ weir_redis_breaker weir__breaker_state(breaker *b)
 {
     return (weir_redis_breaker)atomic_load(&b->state);
 }
+
+void weir__breaker_retry_now(breaker *b, int64_t now_us)
+{
+    if (atomic_load(&b->state) == WEIR_REDIS_OPEN)
+        atomic_store(&b->changed_at, now_us - b->cooldown_us);
+}

@@ -41,4 +41,9 @@ bool weir__breaker_failure(breaker *b, int64_t now_us, bool probe);
 
 weir_redis_breaker weir__breaker_state(breaker *b);
 
+/* Another server now stands where the failing one was (a master Sentinel
+ * named, its connection up): an open breaker lets the next call probe at
+ * once instead of after the rest of its cooldown. */
+void weir__breaker_retry_now(breaker *b, int64_t now_us);
+
 #endif /* WEIR_STORE_REDIS_BREAKER_H */

@@ -212,6 +212,8 @@ static void on_setup_reply(redisAsyncContext *ac, void *r, void *privdata)
 void weir__redis_link_connect(rsession *ss)
 {
     const weir_redis_options *o = &ss->rs->o;
+    if (!o->unix_path && !ss->host)
+        return; /* no address yet: the sentinel layer connects once it has one */
     redisAsyncContext *ac =
         o->unix_path ? redisAsyncConnectUnix(o->unix_path) : redisAsyncConnect(ss->host, ss->port);
     if (!ac || ac->err) {
@@ -251,6 +253,8 @@ void weir__redis_link_connect(rsession *ss)
     for (int i = 0; i < n; i++)
         redisAsyncCommandArgv(ac, on_setup_reply, &SETUP_AUTH, setup[i].argc, setup[i].argv,
                               setup[i].argvlen);
+    if (ss->setup)
+        ss->setup(ss);
     send_load(ss, true);
     ss->connect_timer = background_timer(ss, o->connect_timeout_us, on_connect_timer, ss);
 }

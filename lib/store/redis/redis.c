@@ -18,6 +18,7 @@
 #include "store/redis/hybrid/hybrid.h"
 #include "store/redis/reader.h"
 #include "store/redis/redis_internal.h"
+#include "store/redis/sentinel/sentinel.h"
 
 #define DEFAULT_TIMEOUT_US 5000
 #define DEFAULT_CONNECT_TIMEOUT_US 1000000
@@ -117,6 +118,7 @@ static void r_destroy(weir_store *s)
     redis_store *rs = (redis_store *)s;
     weir_ctx *ctx = s->ctx;
     weir__rcluster_free(rs);
+    weir__rsentinel_free(rs);
     if (rs->outage)
         weir_store_free(rs->outage);
     weir__free(ctx, rs->strings);
@@ -154,17 +156,20 @@ static bool field_ok(const char *s)
 /* Copies the option strings into one allocation that @rs owns. */
 static bool copy_strings(redis_store *rs, const weir_redis_options *o)
 {
-    const char *src[6] = {o->host, o->unix_path, o->user, o->password, o->seeds, o->master_name};
-    const char **dst[6] = {&rs->o.host,     &rs->o.unix_path, &rs->o.user,
-                           &rs->o.password, &rs->o.seeds,     &rs->o.master_name};
+    const char *src[] = {o->host,        o->unix_path,        o->user, o->password, o->seeds,
+                         o->master_name, o->sentinel_password};
+    const char **dst[] = {
+        &rs->o.host,        &rs->o.unix_path,        &rs->o.user, &rs->o.password, &rs->o.seeds,
+        &rs->o.master_name, &rs->o.sentinel_password};
+    size_t n = sizeof(src) / sizeof(src[0]);
     size_t total = 0;
-    for (int i = 0; i < 6; i++)
+    for (size_t i = 0; i < n; i++)
         total += src[i] ? strlen(src[i]) + 1 : 0;
     rs->strings = weir__malloc(rs->base.ctx, total ? total : 1);
     if (!rs->strings)
         return false;
     char *p = rs->strings;
-    for (int i = 0; i < 6; i++) {
+    for (size_t i = 0; i < n; i++) {
         *dst[i] = NULL;
         if (!src[i])
             continue;
@@ -197,8 +202,8 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     } else if (o.topology != WEIR_REDIS_SINGLE) {
         return WEIR_EINVAL;
     }
-    if (o.topology == WEIR_REDIS_SENTINEL)
-        return WEIR_EINVAL; /* not yet */
+    if (!field_ok(o.sentinel_password))
+        return WEIR_EINVAL;
     if ((!o.host && !o.unix_path && o.topology == WEIR_REDIS_SINGLE) || !field_ok(o.host) ||
         !field_ok(o.unix_path) || !field_ok(o.user) || !field_ok(o.password) ||
         (o.user && !o.password) || (!o.unix_path && (o.port < 1 || o.port > 65535)) || o.db < 0 ||
@@ -246,6 +251,14 @@ weir_status weir_redis_store_new(weir_ctx *ctx, const weir_redis_options *opts, 
     if (o.topology == WEIR_REDIS_CLUSTER) {
         rs->inner = &weir__cluster_sessions;
         weir_status st = weir__rcluster_new(rs);
+        if (st != WEIR_OK) {
+            r_destroy(&rs->base);
+            return st;
+        }
+    }
+    if (o.topology == WEIR_REDIS_SENTINEL) {
+        rs->inner = &weir__sentinel_sessions;
+        weir_status st = weir__rsentinel_new(rs);
         if (st != WEIR_OK) {
             r_destroy(&rs->base);
             return st;
@@ -361,6 +374,16 @@ weir_status weir_redis_ping(weir_store *store, char *msg, size_t cap)
     if (!is_redis(store) || !msg || cap == 0)
         return WEIR_EINVAL;
     redis_store *rs = (redis_store *)store;
+    if (rs->sentinel) {
+        /* the master the sentinels name, checked as a single server is */
+        weir__redis_seed m;
+        weir_status st = weir__sentinel_find(rs, &m, msg, cap);
+        size_t len = strlen(msg);
+        if (st != WEIR_OK || len + 3 >= cap)
+            return st;
+        memcpy(msg + len, "; ", 3);
+        return ping_one(rs, m.host, m.port, msg + len + 2, cap - len - 2);
+    }
     if (!rs->cluster)
         return ping_one(rs, rs->o.host, rs->o.port, msg, cap);
     /* a cluster: the first seed that answers */
@@ -421,5 +444,13 @@ weir_status weir_redis_sync_stats_get(weir_store *store, weir_redis_sync_stats *
     out->overshoot = atomic_load(&rs->hybrid_overshoot);
     int64_t at = atomic_load(&rs->hybrid_synced_at);
     out->sync_age_us = at ? weir__redis_mono_us() - at : -1;
+    return WEIR_OK;
+}
+
+weir_status weir_redis_sentinel_stats_get(weir_store *store, weir_redis_sentinel_stats *out)
+{
+    if (!is_redis(store) || !out || out->size < sizeof(*out) || !((redis_store *)store)->sentinel)
+        return WEIR_EINVAL;
+    weir__rsentinel_stats((redis_store *)store, out);
     return WEIR_OK;
 }

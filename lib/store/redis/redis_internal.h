@@ -34,6 +34,8 @@ typedef struct redis_store {
     size_t library_len;
     breaker br;
     struct rcluster *cluster; /* a Redis Cluster's nodes (cluster/cluster.c) */
+    /* the sentinels of a master (sentinel/sentinel.c) */
+    struct rsentinel *sentinel;
     /* counters (weir_redis_stats), relaxed: each exact, the set a snapshot */
     _Atomic uint64_t connections, connects, connect_errors, calls, batches, timeouts, errors,
         rejected, script_reloads, cached;

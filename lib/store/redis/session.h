@@ -56,6 +56,11 @@ typedef struct rsession {
     /* a cluster node: its connection is up (the slot map can be asked) */
     void (*up)(void *owner, struct rsession *ss);
     void *owner;
+    /* a master found through Sentinel: commands of the owner's sent after
+     * AUTH and SELECT, before the script (its ROLE check); until the
+     * sentinels name the master, host is NULL and it stays down; up()
+     * tells the owner the connection is up, as for a cluster node */
+    void (*setup)(struct rsession *ss);
     redisAsyncContext *ac;
     void *watch;
     unsigned watch_events;

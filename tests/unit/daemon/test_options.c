@@ -321,7 +321,7 @@ static void errors_name_the_setting(void **unused)
          "HEADER=KEY\n"},
         {"--store", "etcd://127.0.0.1",
          "weir serve: --store 'etcd://127.0.0.1': not a store of this build (stores: "
-         "memory redis redis+unix redis+cluster)\n"},
+         "memory redis redis+unix redis+cluster redis+sentinel)\n"},
         {"--store", "rediss://:pw@127.0.0.1",
          "weir serve: --store 'rediss://:***@127.0.0.1': rediss:// (TLS) is not supported: "
          "this build's hiredis (Debian 12's 0.14) has no TLS; reach Redis over a TLS tunnel "
@@ -329,6 +329,12 @@ static void errors_name_the_setting(void **unused)
         {"--store", "redis://:secret@127.0.0.1:0",
          "weir serve: --store 'redis://:***@127.0.0.1:0': the port must be a number from 1 "
          "to 65535\n"},
+        {"--store", "redis+sentinel://app:s3cret@mymaster@127.0.0.1:0",
+         "weir serve: --store 'redis+sentinel://app:***@mymaster@127.0.0.1:0': the servers "
+         "must be host:port,host:port,... (at most 16; IPv6 in brackets)\n"},
+        {"--store", "redis+sentinel://my:master@127.0.0.1:0",
+         "weir serve: --store 'redis+sentinel://my:master@127.0.0.1:0': the servers must be "
+         "host:port,host:port,... (at most 16; IPv6 in brackets)\n"},
         {"--failure-mode", "open", "weir serve: --failure-mode 'open': not a valid MODE\n"},
         {"--instances", "0", "weir serve: --instances must be 1..1000000\n"},
         {"--redis-clock", "ntp", "weir serve: --redis-clock 'ntp': not a valid redis|local\n"},

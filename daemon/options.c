@@ -101,8 +101,8 @@ static const option options[] = {
      "redis+sentinel://[[user]:password@]master@host:port,... (password also from "
      "WEIR_REDIS_PASSWORD)"},
     {"max-memory", "WEIR_MAX_MEMORY", "BYTES", "512MiB", K_BYTES, AT(max_memory),
-     "memory store cap, about 10 million keys by default; 0 = no cap. Keys at rest are "
-     "evicted first"},
+     "memory store cap, about 15 million keys by default; 0 = no cap. Keys at rest are "
+     "evicted first, then those asked least"},
     {"failure-mode", "WEIR_FAILURE_MODE", "MODE", "allow", K_FAILURE, AT(failure_mode),
      "when the store fails, limits without failure_mode: allow, deny, or local (decide on "
      "this instance's memory at 1/--instances of the limit)"},

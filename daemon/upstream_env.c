@@ -89,20 +89,21 @@ static void put_escaped(char *out, size_t cap, size_t *len, const char *s, size_
     out[*len] = '\0';
 }
 
-/* REDIS_SOCKET_TYPE, REDIS_URL and REDIS_AUTH ("password" or
- * "user:password") as --store; REDIS_TLS and the cluster and sentinel
- * types are refused by name rather than ignored. */
+/* REDIS_TYPE (single, cluster, sentinel), REDIS_SOCKET_TYPE, REDIS_URL
+ * and REDIS_AUTH ("password" or "user:password") as --store: a cluster's
+ * REDIS_URL is its nodes, "host:port,host:port"; a sentinel's is the
+ * master's name and then the sentinels, "mymaster,host:port,host:port".
+ * REDIS_TLS is refused by name rather than ignored. */
 static bool redis(serve_options *o, FILE *err)
 {
     const char *url = env("REDIS_URL");
     if (!url)
         return true;
     const char *type = env("REDIS_TYPE"), *tls = env("REDIS_TLS");
-    if (type && strcasecmp(type, "single") != 0) {
-        fprintf(err,
-                "weir serve: REDIS_TYPE=%s: only a single Redis is supported by this "
-                "version (docs/ENVOY.md)\n",
-                type);
+    bool cluster = type && !strcasecmp(type, "cluster");
+    bool sentinel = type && !strcasecmp(type, "sentinel");
+    if (type && !cluster && !sentinel && strcasecmp(type, "single") != 0) {
+        fprintf(err, "weir serve: REDIS_TYPE=%s: single, cluster or sentinel\n", type);
         return false;
     }
     if (tls && (!strcasecmp(tls, "true") || !strcmp(tls, "1"))) {
@@ -116,9 +117,24 @@ static bool redis(serve_options *o, FILE *err)
         fprintf(err, "weir serve: REDIS_SOCKET_TYPE=%s: tcp or unix\n", socket);
         return false;
     }
+    if (unix_socket && (cluster || sentinel)) {
+        fprintf(err, "weir serve: REDIS_SOCKET_TYPE=unix: only for REDIS_TYPE=single\n");
+        return false;
+    }
+    const char *comma = sentinel ? strchr(url, ',') : NULL;
+    if (sentinel && (!comma || comma == url)) {
+        fprintf(err,
+                "weir serve: REDIS_URL='%s': REDIS_TYPE=sentinel takes "
+                "mymaster,host:port,host:port\n",
+                url);
+        return false;
+    }
     char store[SERVE_ADDR_BYTES];
-    size_t len =
-        (size_t)snprintf(store, sizeof(store), "%s", unix_socket ? "redis+unix://" : "redis://");
+    size_t len = (size_t)snprintf(store, sizeof(store), "%s",
+                                  unix_socket ? "redis+unix://"
+                                  : cluster   ? "redis+cluster://"
+                                  : sentinel  ? "redis+sentinel://"
+                                              : "redis://");
     if (auth) {
         const char *colon = strchr(auth, ':');
         if (colon)
@@ -129,11 +145,22 @@ static bool redis(serve_options *o, FILE *err)
         store[len++] = '@';
         store[len] = '\0';
     }
-    if (len + strlen(url) >= sizeof(store)) {
+    if (len + strlen(url) + 1 >= sizeof(store)) {
         fprintf(err, "weir serve: REDIS_URL: too long\n");
         return false;
     }
-    strcpy(store + len, url);
+    if (sentinel) {
+        /* the master's name, escaped as the URL wants it, then its '@' */
+        put_escaped(store, sizeof(store), &len, url, (size_t)(comma - url));
+        if (len + strlen(comma) + 1 >= sizeof(store)) {
+            fprintf(err, "weir serve: REDIS_URL: too long\n");
+            return false;
+        }
+        store[len++] = '@';
+        strcpy(store + len, comma + 1);
+    } else {
+        strcpy(store + len, url);
+    }
     if (serve_options_set(o, "store", store))
         return true;
     /* the store's own check, with its reason, comes at start-up; this one

@@ -231,8 +231,24 @@ static void upstream_environment(void **unused)
     /* what weir cannot take is refused by name */
     setenv("REDIS_TYPE", "CLUSTER", 1);
     assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
-    assert_non_null(strstr(err, "REDIS_TYPE=CLUSTER"));
+    assert_non_null(strstr(err, "REDIS_SOCKET_TYPE=unix"));
+    unsetenv("REDIS_SOCKET_TYPE");
+    /* upstream's cluster and sentinel forms */
+    setenv("REDIS_URL", "10.0.0.1:7000,10.0.0.2:7000", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.store, "redis+cluster://:secret@10.0.0.1:7000,10.0.0.2:7000");
+    setenv("REDIS_TYPE", "sentinel", 1);
+    setenv("REDIS_URL", "mymaster,10.0.0.1:26379,10.0.0.2:26379", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_string_equal(o.store, "redis+sentinel://:secret@mymaster@10.0.0.1:26379,10.0.0.2:26379");
+    setenv("REDIS_URL", "10.0.0.1:26379", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_non_null(strstr(err, "mymaster,host:port"));
+    setenv("REDIS_TYPE", "replicated", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
+    assert_non_null(strstr(err, "REDIS_TYPE=replicated"));
     unsetenv("REDIS_TYPE");
+    setenv("REDIS_URL", "/run/redis.sock", 1);
     setenv("REDIS_TLS", "true", 1);
     assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 2);
     assert_non_null(strstr(err, "REDIS_TLS"));

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
 
 all: build
 
@@ -98,6 +98,12 @@ bench-late: deps
 # Redis CPU per decision, throughput, latency (bench/redis.sh).
 bench-redis: build
 	bench/redis.sh
+
+# weir on a Redis Cluster of 3 masters against one master holding every
+# slot: Redis CPU and script calls per decision, decisions split over
+# masters, the round trips of a request over two masters (bench/cluster.sh).
+bench-cluster: build
+	bench/cluster.sh
 
 # weir's CL.THROTTLE against Redis + a Lua token bucket, side by side
 # (bench/resp.sh): redis-benchmark, pipelines 1 and 16, 1 or 100k keys.

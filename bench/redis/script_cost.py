@@ -29,6 +29,13 @@ Two measures:
     /usr/bin/python3 bench/redis/script_cost.py --script /tmp/old.lua \
         --script lib/store/redis/script.lua --callgrind --rounds 1 --calls 100
     ... --scenarios tb_1x3,tb_16x3 --calls 3000 --eval --baseline
+    ... --cluster --callgrind --rounds 1 --calls 100 --scenarios tb_1x1,tb_1x3,tb_64x1,tb_16x3
+
+--cluster runs the redis-server as a Redis Cluster node holding every slot
+and sends the calls as the store sends them to a cluster node: format 3,
+the keys among the arguments (codec.h), which the script reads with one
+MGET each (a call's keys span slots). Replies are not compared there (a
+transaction may not span slots).
 
 Each script's wire format (1 or 2, codec.h) is read from its header
 ("wire format N"), so a script from before format 2 can still be compared.
@@ -189,10 +196,13 @@ DECODERS = {1: decode_v1, 2: decode_v2}
 # ------------------------------------------------------------------ server
 
 
-def start_server(tmp, callgrind, cpu=None):
+def start_server(tmp, callgrind, cpu=None, cluster=False):
     sock = os.path.join(tmp, "redis.sock")
     argv = ["redis-server", "--port", "0", "--unixsocket", sock, "--save", "", "--appendonly", "no",
             "--dir", tmp, "--logfile", os.path.join(tmp, "redis.log")]
+    if cluster:
+        argv += ["--cluster-enabled", "yes", "--cluster-config-file",
+                 os.path.join(tmp, "nodes.conf")]
     if callgrind:
         # instructions counted inside FCALL and EVALSHA only, as commandstats
         # times them (redis-server's exported symbols name them)
@@ -207,6 +217,10 @@ def start_server(tmp, callgrind, cpu=None):
             try:
                 r = redis.Redis(unix_socket_path=sock)
                 r.ping()
+                if cluster:
+                    r.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)
+                    while b"cluster_state:ok" not in r.execute_command("CLUSTER", "INFO"):
+                        time.sleep(0.05)
                 return proc, r
             except redis.exceptions.ConnectionError:
                 pass
@@ -216,13 +230,16 @@ def start_server(tmp, callgrind, cpu=None):
 
 
 class Variant:
-    def __init__(self, r, path, idx, use_eval):
+    def __init__(self, r, path, idx, use_eval, cluster=False):
         self.path = path
         self.label = "%s:%s" % (chr(ord("A") + idx), os.path.relpath(path))
         src = open(path).read()
         m = re.search(r"wire format (\d+)", src[:2000])
         if not m or int(m.group(1)) not in ENCODERS:
             sys.exit("script_cost.py: %s: no known wire format in its header" % path)
+        if cluster and int(m.group(1)) != 2:
+            sys.exit("script_cost.py: %s: --cluster needs wire format 2 (and its format 3)" % path)
+        self.cluster = cluster
         self.encode = ENCODERS[int(m.group(1))]
         self.decode = DECODERS[int(m.group(1))]
         self.fname = "weir_bench_%d" % idx
@@ -231,14 +248,17 @@ class Variant:
             self.sha = r.script_load(src)
             self.cmd = ("EVALSHA", self.sha)
         else:
-            lib = re.sub(r"register_function\('weir_v\d+'", "register_function('%s'" % self.fname,
-                         src)
+            # register_function('weir_vN', ...) or {function_name = 'weir_vN', ...}
+            lib = re.sub(r"(register_function\(|function_name = )'weir_v\d+'",
+                         lambda m: "%s'%s'" % (m.group(1), self.fname), src)
             r.execute_command("FUNCTION", "LOAD", "REPLACE", "#!lua name=%s\n%s" % (self.fname, lib))
             self.cmd = ("FCALL", self.fname)
         self.stat = "cmdstat_evalsha" if use_eval else "cmdstat_fcall"
 
     def argv(self, batches):
         keys, args = self.encode(batches)
+        if self.cluster:  # format 3: "3", the keys, then format 2's arguments
+            return self.cmd + (0, "3", len(keys)) + tuple(keys) + tuple(args[1:])
         return self.cmd + (len(keys),) + tuple(keys) + tuple(args)
 
 
@@ -318,6 +338,9 @@ def main():
     ap.add_argument("--no-check", action="store_true", help="skip the replies' comparison")
     ap.add_argument("--redis-cpu", type=int,
                     help="pin redis-server to this CPU (and this program to the others)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="a Redis Cluster node holding every slot, sent format 3 (keys among the "
+                    "arguments) as weir sends a cluster node")
     ap.add_argument("--callgrind", action="store_true",
                     help="count instructions instead (redis-server under valgrind's callgrind: "
                     "exact and noise-free, about 50 times slower; use fewer calls and 1 round)")
@@ -332,13 +355,14 @@ def main():
         others = set(range(os.cpu_count() or 1)) - {o.redis_cpu}
         if others:
             os.sched_setaffinity(0, others)
-    proc, r = start_server(tmp, o.callgrind, o.redis_cpu)
+    proc, r = start_server(tmp, o.callgrind, o.redis_cpu, o.cluster)
     cg = (proc.pid, tmp) if o.callgrind else None
     try:
-        print("redis-server %s, %d round(s) of %d calls, %s" %
+        print("redis-server %s, %d round(s) of %d calls, %s%s" %
               (r.info("server")["redis_version"], o.rounds, o.calls,
-               "EVALSHA" if o.eval else "FCALL"))
-        variants = [Variant(r, p, i, o.eval) for i, p in enumerate(scripts)]
+               "EVALSHA" if o.eval else "FCALL",
+               ", a cluster node (format 3)" if o.cluster else ""))
+        variants = [Variant(r, p, i, o.eval, o.cluster) for i, p in enumerate(scripts)]
         t0 = int(time.time() * 1e6)
         if cg:
             print("%-11s %4s  %-40s %9s %8s" % ("scenario", "ops", "variant", "Ir/call", "Ir/op"))
@@ -348,7 +372,7 @@ def main():
         for name in o.scenarios.split(","):
             if name not in SCENARIOS:
                 sys.exit("script_cost.py: unknown scenario %s" % name)
-            if not o.no_check and len(variants) > 1:
+            if not o.no_check and not o.cluster and len(variants) > 1:
                 check = make_calls(name, 200, 1, t0)
                 ref = None
                 for v in variants:

@@ -221,6 +221,24 @@ static bool decide_outage(hsession *hs, hentry *e, weir_op *op, int64_t now_us)
     return true;
 }
 
+/* A batch that went to the store holds its entries (counted in their
+ * in_flight) until it comes back: a sync may drop an entry meanwhile. */
+static void entries_hold(hbatch *hb)
+{
+    for (size_t i = 0; i < hb->b.n; i++)
+        if (hb->entry[i])
+            hb->entry[i]->in_flight++;
+}
+
+static void entries_release(hsession *hs, hbatch *hb)
+{
+    for (size_t i = 0; i < hb->b.n; i++) {
+        hentry *e = hb->entry[i];
+        if (e && --e->in_flight == 0 && e->dead)
+            weir__free(ctx_of(hs), e);
+    }
+}
+
 /* The store answered the ops a hybrid batch sent it. */
 static void fwd_done(void *arg, weir_op *fwd, size_t k, weir_status status)
 {
@@ -246,6 +264,7 @@ static void fwd_done(void *arg, weir_op *fwd, size_t k, weir_status status)
         for (size_t i = 0; i < hb->b.n; i++)
             if (hb->spent[i] && hb->entry[i])
                 hb->entry[i]->allowance += hb->spent[i];
+    entries_release(hs, hb);
     complete(hb, WEIR_OK);
 }
 
@@ -325,12 +344,14 @@ weir_status weir__hybrid_submit(weir_store_session *base, weir_op *ops, size_t n
     }
     /* every op to Redis: the caller's array as it is */
     weir_op *fwd = hb->n_fwd == n && !denied ? ops : hb->fwd;
+    entries_hold(hb);
     weir_status st =
         hs->rs->inner->session_submit(hs->inner, fwd, hb->n_fwd, now_us, flags, fwd_done, hb);
     if (st != WEIR_OK) {
         for (size_t i = 0; i < n; i++)
             if (hb->spent[i])
                 hb->entry[i]->allowance += hb->spent[i];
+        entries_release(hs, hb);
         hbatch_free(hs, hb);
     }
     return st;

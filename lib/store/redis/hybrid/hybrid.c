@@ -81,10 +81,11 @@ typedef struct hsync {
     weir_op *ops;
     hentry **entry;
     uint64_t *amount;
-    unsigned char *what; /* SYNC_RESERVE, SYNC_RETURN, SYNC_RECONCILE */
+    unsigned char *what; /* SYNC_RESERVE, SYNC_REST (what Redis said it had
+                            left), SYNC_RETURN, SYNC_RECONCILE */
 } hsync;
 
-enum { SYNC_RESERVE, SYNC_RETURN, SYNC_RECONCILE };
+enum { SYNC_RESERVE, SYNC_REST, SYNC_RETURN, SYNC_RECONCILE };
 
 struct hsession {
     weir_store_session base;
@@ -391,10 +392,11 @@ static void sync_done(void *arg, weir_op *ops, size_t n, weir_status status)
             e->away = status != WEIR_OK || op->status == WEIR_EUNAVAIL ||
                       op->status == WEIR_ETIMEDOUT || op->status == WEIR_EIO;
         if (!e->dead) {
-            if (sy->what[i] == SYNC_RESERVE && ok) {
+            if ((sy->what[i] == SYNC_RESERVE || sy->what[i] == SYNC_REST) && ok) {
                 e->last = op->result;
                 e->last_at = mono;
-                e->saturated = !op->result.allowed;
+                /* Redis's rest reserved: the key is still at its limit */
+                e->saturated = !op->result.allowed || sy->what[i] == SYNC_REST;
                 if (op->result.allowed) {
                     e->allowance += sy->amount[i];
                     redis_count(&rs->hybrid_reserved, sy->amount[i]);
@@ -474,11 +476,16 @@ static void on_sync_timer(void *arg)
                 e = after;
                 continue;
             }
-            /* reserve the last interval's demand (or what Redis said it
-             * had left); what is left over goes back */
-            uint64_t want = e->retry_want ? e->retry_want + e->allowance : e->demand;
+            /* reserve the last interval's demand and a quarter more (its
+             * traffic grows, and the next reservation is on its way while
+             * this one is spent), or what Redis said it had left; what is
+             * left over goes back */
+            bool rest = e->retry_want != 0;
+            uint64_t want = rest        ? e->retry_want + e->allowance
+                            : e->demand ? e->demand + e->demand / 4 + 1
+                                        : 0;
             uint64_t have = e->allowance;
-            if (!e->retry_want)
+            if (!rest)
                 e->demand = 0;
             e->retry_want = 0;
             e->next_sync = mono + e->interval_us;
@@ -508,7 +515,7 @@ static void on_sync_timer(void *arg)
                               .hits = amount,
                               .kind = more ? WEIR_OP_TAKE : (weir_op_kind)WEIR__REDIS_OP_REFUND,
                               .flags = WEIR_OP_NO_LOCAL_CACHE};
-                sy->what[sy->n] = more ? SYNC_RESERVE : SYNC_RETURN;
+                sy->what[sy->n] = !more ? SYNC_RETURN : rest ? SYNC_REST : SYNC_RESERVE;
                 sy->amount[sy->n] = amount;
                 sy->entry[sy->n++] = e;
                 e->in_flight++;

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
 
 all: build
 
@@ -104,6 +104,13 @@ bench-redis: build
 # masters, the round trips of a request over two masters (bench/cluster.sh).
 bench-cluster: build
 	bench/cluster.sh
+
+# sync: local (hybrid mode) on one local Redis (bench/hybrid.sh): decisions/s
+# against the memory store and sync: global through the same front end,
+# and what three instances admit together against the limit at sync
+# intervals of 10 ms, 100 ms and 1 s (a plot in build/hybrid_overshoot.svg).
+bench-hybrid: build
+	bench/hybrid.sh
 
 # weir's CL.THROTTLE against Redis + a Lua token bucket, side by side
 # (bench/resp.sh): redis-benchmark, pipelines 1 and 16, 1 or 100k keys.

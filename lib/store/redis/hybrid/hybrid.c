@@ -406,6 +406,19 @@ static void sync_done(void *arg, weir_op *ops, size_t n, weir_status status)
                     e->next_sync = mono;
                     weir__hybrid_arm(hs, mono);
                 }
+                if (e->saturated && e->retry_want == 0) {
+                    /* held at its limit: ask again when Redis says some
+                     * will be back, but at most an interval and at least a
+                     * quarter of one from now (a long interval would
+                     * otherwise deny what refills for the whole of it) */
+                    int64_t retry = op->result.allowed ? 0 : op->result.retry_after_us;
+                    int64_t floor = e->interval_us / 4;
+                    int64_t at = mono + (retry < floor ? floor : retry);
+                    if (retry >= 0 && at < e->next_sync) {
+                        e->next_sync = at;
+                        weir__hybrid_arm(hs, at);
+                    }
+                }
             } else if (sy->what[i] == SYNC_RETURN && !ok) {
                 /* not given back: it stays charged in Redis, and spendable here */
                 e->allowance += sy->amount[i];

@@ -34,7 +34,13 @@ typedef enum timer_mode {
     T_IDLE,    /* between requests: --idle-timeout */
     T_REQUEST, /* from a request's first byte to its end: --request-timeout */
     T_SEND,    /* reading paused until the client takes its answers: --idle-timeout */
+    T_GRACE,   /* closing: a last moment for a request already on its way */
 } timer_mode;
+
+/* When the service closes, an idle keep-alive connection waits this long
+ * before it ends: a request its client sent just then is read and
+ * answered (with Connection: close) instead of meeting a closed socket. */
+#define CLOSE_GRACE_MS 250
 
 typedef struct http_conn {
     conn base; /* first: an http_conn is a conn */
@@ -58,6 +64,7 @@ static void conn_free(conn *base)
 
 static void on_timer(uv_timer_t *t);
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
+static bool http_idle(const conn *base);
 
 static void arm(http_conn *c, timer_mode mode, int64_t ms)
 {
@@ -246,6 +253,11 @@ static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf)
 static void on_timer(uv_timer_t *t)
 {
     http_conn *c = t->data;
+    if (c->tmode == T_GRACE) {
+        if (!http_idle(&c->base) || !conn_end_idle(&c->base))
+            arm(c, T_GRACE, CLOSE_GRACE_MS); /* a request came: it is answered first */
+        return;
+    }
     if (c->tmode != T_REQUEST) {
         conn_close(&c->base);
         return;
@@ -281,7 +293,7 @@ static void http_drain(conn *base)
     if (base->closed || base->lingering || c->r.close_after_write)
         return;
     if (http_idle(base))
-        conn_end_idle(base);
+        arm(c, T_GRACE, CLOSE_GRACE_MS);
     /* otherwise the answers in progress (and those to requests that
      * reached the socket) carry Connection: close */
 }

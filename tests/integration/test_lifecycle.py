@@ -711,6 +711,31 @@ def test_sigterm_answers_requests_that_reached_the_socket(weir_factory):
     assert weir.wait_exit(10) == 0
 
 
+def test_sigterm_answers_requests_sent_just_after(weir_factory):
+    """Requests sent on idle keep-alive connections just after SIGTERM,
+    while they travel: an idle connection waits a moment before it ends,
+    so each is read and answered (with Connection: close) instead of
+    meeting a closed socket."""
+    weir = weir_factory(rules(), "--shutdown-timeout", "5s", threads=1)
+    body = {"domain": "test", "descriptors": [{"entries": [{"key": "other", "value": "x"}],
+                                               "hits": 0}]}
+    conns = [weir.conn() for _ in range(20)]
+    for c in conns:
+        assert c.request("GET", "/healthz").status == 200
+    req = rawhttp.build_request("POST", "/v1/check", body)
+    mark = weir.mark()
+    weir.signal(signal.SIGTERM)
+    weir.wait_for_log(r"event=closing", since=mark)
+    for c in conns:
+        c.send(req)
+    for c in conns:
+        r = c.read_response(timeout=5)
+        assert r.status == 200
+        assert r.header("connection") == "close"
+        c.close()
+    assert weir.wait_exit(10) == 0
+
+
 def test_sigterm_shutdown_timeout_closes_stragglers(weir_factory):
     weir = weir_factory(rules(), "--shutdown-timeout", "1s", "--request-timeout", "30s")
     with weir.conn() as c:

@@ -16,10 +16,10 @@ from redis_server import redis_factory  # noqa: F401  (a fixture)
 PATIENT = ("--redis-timeout", "1s")
 
 
-def away_from_minute_boundary():
-    """Minute windows must not turn over mid-test."""
-    left = 60 - time.time() % 60
-    if left < 20:
+def away_from_hour_boundary():
+    """Hour windows must not turn over mid-test."""
+    left = 3600 - time.time() % 3600
+    if left < 30:
         time.sleep(left + 1)
 
 
@@ -60,7 +60,7 @@ RULES = """\
 domain: hy
 descriptors:
   - key: window
-    rate_limit: {unit: minute, requests_per_unit: 300, sync: local, sync_interval: 100ms}
+    rate_limit: {unit: hour, requests_per_unit: 300, sync: local, sync_interval: 100ms}
   - key: bucket
     rate_limit: {unit: second, requests_per_unit: 100, algorithm: token_bucket, burst: 100,
                  sync: local, sync_interval: 100ms}
@@ -68,17 +68,17 @@ descriptors:
 
 
 def test_three_instances_stay_within_the_limit(weir_factory, redis_factory):
-    """A fixed window of 300 a minute asked far more often through three
+    """A fixed window of 300 an hour asked far more often through three
     instances: at most 300 admitted in the window (a reservation is made
     in Redis before it is spent), nearly all of them, and most admissions
     made without a call."""
-    away_from_minute_boundary()
+    away_from_hour_boundary()
     rd = redis_factory()
     weirs = [weir_factory(RULES, "--store", rd.url, *PATIENT) for _ in range(3)]
     admitted, asked, failed = hammer(weirs, "hy", {"window": "shared"}, 3.0)
     assert failed == 0
     assert asked > 600, asked  # demand well past the limit
-    # interval x instances x rate = 0.1 s x 3 x 5/s = 1.5: half of it rounds to 0
+    # interval x instances x rate = 0.1 s x 3 x 300/h: far below one request
     assert admitted <= 300, admitted
     assert admitted >= 290, admitted
     local = sum(w.metric("weir_redis_sync_local_total") for w in weirs)
@@ -127,7 +127,7 @@ def test_unused_reservations_go_back(weir_factory, redis_factory):
     """A key asked steadily, then not at all: what its reservation did not
     spend goes back to Redis at the next syncs, so Redis ends holding what
     was admitted, no more."""
-    away_from_minute_boundary()
+    away_from_hour_boundary()
     rd = redis_factory()
     w = weir_factory(RULES, "--store", rd.url, *PATIENT, threads=1)
     admitted = 0
@@ -149,7 +149,7 @@ OUTAGE_RULES = """\
 domain: hy
 descriptors:
   - key: user
-    rate_limit: {unit: minute, requests_per_unit: 20, sync: local, sync_interval: 1s}
+    rate_limit: {unit: hour, requests_per_unit: 20, sync: local, sync_interval: 1s}
 """
 
 
@@ -164,7 +164,7 @@ def test_redis_away_then_back(weir_factory, redis_factory):
     (from its append-only file) what was admitted meanwhile is charged to
     it. A key Redis holds full by then cannot take what was admitted while
     it was away: that is the measured overshoot."""
-    away_from_minute_boundary()
+    away_from_hour_boundary()
     rd = redis_factory("--appendonly", "yes", "--appendfsync", "always")
     w = weir_factory(OUTAGE_RULES, "--store", rd.url, "--instances", "2",
                      "--redis-timeout", "50ms", "--redis-breaker-cooldown", "200ms")
@@ -175,7 +175,7 @@ def test_redis_away_then_back(weir_factory, redis_factory):
     before = state_count(rd, key)
     # value "b"'s counter, full in Redis (weir has not met it yet)
     bkey = key[:-1] + b"b"
-    rd.client().set(bkey, struct.pack("<Bdd", 5, int(time.time() // 60), 20), px=60000)
+    rd.client().set(bkey, struct.pack("<Bdd", 5, int(time.time() // 3600), 20), px=600000)
     rd.kill()
 
     answers = [w.check("hy", {"user": "a"}) for _ in range(15)]

@@ -17,14 +17,13 @@ traffic meets the slot while it migrates (ASK) and after (MOVED).
 import binascii
 import os
 import shutil
-import signal
 import subprocess
 import time
 
 import pytest
 import redis
 
-from redis_server import free_port
+from redis_server import RedisServer, free_port
 
 SLOTS = 16384
 
@@ -44,17 +43,15 @@ def key_slot(key):
     return binascii.crc_hqx(key, 0) % SLOTS
 
 
-class ClusterNode:
-    """One redis-server of the cluster."""
+class ClusterNode(RedisServer):
+    """One redis-server of the cluster (waiting for it, its log, stopping
+    and killing it as a single server's)."""
 
     def __init__(self, directory, node_timeout_ms, extra_args=()):
-        self.dir = str(directory)
-        os.makedirs(self.dir, exist_ok=True)
+        super().__init__(directory)
         self.node_timeout_ms = node_timeout_ms
         self.extra_args = list(extra_args)
-        self.port = None
         self.bus_port = None
-        self.proc = None
         self.id = None
 
     def start(self):
@@ -88,26 +85,6 @@ class ClusterNode:
         pytest.fail("redis-server (cluster node) did not start; its log:\n" + self.log(),
                     pytrace=False)
 
-    def _wait_ready(self, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                return False
-            try:
-                if self.client().ping():
-                    return True
-            except redis.exceptions.ConnectionError:
-                pass
-            time.sleep(0.02)
-        return False
-
-    def log(self):
-        try:
-            with open(os.path.join(self.dir, "redis.log")) as f:
-                return f.read()[-4000:]
-        except OSError:
-            return "(no log)"
-
     def client(self, timeout=5, **kw):
         return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=timeout, **kw)
 
@@ -118,19 +95,6 @@ class ClusterNode:
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
 
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
-
-    def stop(self):
-        if self.alive():
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 class RedisCluster:

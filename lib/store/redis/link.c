@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "store/redis/loop_io.h"
 #include "store/redis/session.h"
 
 /* Reconnect backoff: from the first to the last, doubling, with +-25%
@@ -73,60 +74,6 @@ static void on_connect_timer(void *arg)
               "event=redis_connect_timeout timeout_ms=%lld; retrying",
               (long long)(ss->rs->o.connect_timeout_us / 1000));
     weir__redis_link_drop(ss, true);
-}
-
-/* hiredis's event hooks, onto the adapter's fd watch */
-static void watch_set(rsession *ss, unsigned events)
-{
-    if (events == ss->watch_events || !ss->watch)
-        return;
-    ss->watch_events = events;
-    ss->loop.io_update(ss->loop.data, ss->watch, events);
-}
-
-static void ev_add_read(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events | WEIR_IO_READ);
-}
-
-static void ev_del_read(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events & ~WEIR_IO_READ);
-}
-
-static void ev_add_write(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events | WEIR_IO_WRITE);
-}
-
-static void ev_del_write(void *p)
-{
-    rsession *ss = p;
-    watch_set(ss, ss->watch_events & ~WEIR_IO_WRITE);
-}
-
-static void ev_cleanup(void *p)
-{
-    rsession *ss = p;
-    if (ss->watch) {
-        ss->loop.io_stop(ss->loop.data, ss->watch);
-        ss->watch = NULL;
-        ss->watch_events = 0;
-    }
-}
-
-static void on_io(void *arg, unsigned ready)
-{
-    rsession *ss = arg;
-    redisAsyncContext *ac = ss->ac;
-    if (ac && (ready & WEIR_IO_READ))
-        redisAsyncHandleRead(ac);
-    /* reading may have dropped the connection */
-    if (ss->ac && ss->ac == ac && (ready & WEIR_IO_WRITE))
-        redisAsyncHandleWrite(ac);
 }
 
 static void on_connected(const redisAsyncContext *ac, int status)
@@ -224,24 +171,15 @@ void weir__redis_link_connect(rsession *ss)
         weir__redis_link_drop(ss, true);
         return;
     }
-    ss->watch = ss->loop.io_start(ss->loop.data, ac->c.fd, 0, on_io, ss);
-    if (!ss->watch) {
+    /* an idle connection keeps nothing running; a call in flight does, by
+     * its deadline timer */
+    if (!weir__redis_io_attach(&ss->io, &ss->loop, ac, &ss->ac)) {
         redisAsyncFree(ac);
         weir__redis_link_drop(ss, true);
         return;
     }
-    /* an idle connection keeps nothing running; a call in flight does, by
-     * its deadline timer */
-    ss->loop.unref(ss->loop.data, ss->watch);
-    ss->watch_events = 0;
     weir__redis_reader_cap(ac->c.reader, &ss->caps);
     ac->data = ss;
-    ac->ev.data = ss;
-    ac->ev.addRead = ev_add_read;
-    ac->ev.delRead = ev_del_read;
-    ac->ev.addWrite = ev_add_write;
-    ac->ev.delWrite = ev_del_write;
-    ac->ev.cleanup = ev_cleanup;
     redisAsyncSetConnectCallback(ac, on_connected);
     redisAsyncSetDisconnectCallback(ac, on_disconnected);
     ss->ac = ac;

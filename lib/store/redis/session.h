@@ -12,6 +12,7 @@
 #include "core/context.h"
 #include "store/redis/codec.h"
 #include "store/redis/deny_cache.h"
+#include "store/redis/loop_io.h"
 #include "store/redis/reader.h"
 #include "store/redis/redis_internal.h"
 
@@ -62,8 +63,7 @@ typedef struct rsession {
      * tells the owner the connection is up, as for a cluster node */
     void (*setup)(struct rsession *ss);
     redisAsyncContext *ac;
-    void *watch;
-    unsigned watch_events;
+    weir__redis_io io; /* ac on the loop's fd watch */
     conn_state state;
     bool fcall; /* the script is a function library: FCALL, else EVALSHA */
     char sha[41];

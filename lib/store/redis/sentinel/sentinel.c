@@ -32,6 +32,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "store/redis/loop_io.h"
 #include "store/redis/sentinel/sentinel.h"
 
 /* The master is asked for again this often. */
@@ -47,8 +48,7 @@ struct snsession;
 typedef struct slink {
     struct snsession *sn;
     redisAsyncContext *ac;
-    void *watch;
-    unsigned events;
+    weir__redis_io io; /* ac on the loop's fd watch */
     weir__redis_reader_caps caps;
 } slink;
 
@@ -94,58 +94,6 @@ static void stop_timer(snsession *sn, void **t)
 }
 
 /* ------------------------------------------------------------ the links */
-
-static void link_watch(slink *l, unsigned events)
-{
-    if (events != l->events && l->watch) {
-        l->events = events;
-        l->sn->loop.io_update(l->sn->loop.data, l->watch, events);
-    }
-}
-
-static void ev_add_read(void *p)
-{
-    slink *l = p;
-    link_watch(l, l->events | WEIR_IO_READ);
-}
-
-static void ev_del_read(void *p)
-{
-    slink *l = p;
-    link_watch(l, l->events & ~WEIR_IO_READ);
-}
-
-static void ev_add_write(void *p)
-{
-    slink *l = p;
-    link_watch(l, l->events | WEIR_IO_WRITE);
-}
-
-static void ev_del_write(void *p)
-{
-    slink *l = p;
-    link_watch(l, l->events & ~WEIR_IO_WRITE);
-}
-
-static void ev_cleanup(void *p)
-{
-    slink *l = p;
-    if (l->watch) {
-        l->sn->loop.io_stop(l->sn->loop.data, l->watch);
-        l->watch = NULL;
-        l->events = 0;
-    }
-}
-
-static void on_link_io(void *arg, unsigned ready)
-{
-    slink *l = arg;
-    redisAsyncContext *ac = l->ac;
-    if (ac && (ready & WEIR_IO_READ))
-        redisAsyncHandleRead(ac);
-    if (l->ac && l->ac == ac && (ready & WEIR_IO_WRITE))
-        redisAsyncHandleWrite(ac);
-}
 
 static void link_close(slink *l)
 {
@@ -231,21 +179,12 @@ static bool link_open(snsession *sn, slink *l)
         return false;
     }
     l->sn = sn;
-    l->watch = sn->loop.io_start(sn->loop.data, ac->c.fd, 0, on_link_io, l);
-    if (!l->watch) {
+    if (!weir__redis_io_attach(&l->io, &sn->loop, ac, &l->ac)) {
         redisAsyncFree(ac);
         return false;
     }
-    sn->loop.unref(sn->loop.data, l->watch);
-    l->events = 0;
     weir__redis_reader_cap(ac->c.reader, &l->caps);
     ac->data = l;
-    ac->ev.data = l;
-    ac->ev.addRead = ev_add_read;
-    ac->ev.delRead = ev_del_read;
-    ac->ev.addWrite = ev_add_write;
-    ac->ev.delWrite = ev_del_write;
-    ac->ev.cleanup = ev_cleanup;
     redisAsyncSetConnectCallback(ac, on_link_connected);
     redisAsyncSetDisconnectCallback(ac, on_link_disconnected);
     l->ac = ac;

@@ -41,7 +41,8 @@
 #define BUCKETS 4096u
 
 typedef struct hentry {
-    struct hentry *next; /* in its bucket */
+    struct hentry *next;                /* in its bucket */
+    struct hentry *all_prev, *all_next; /* every entry, for the syncs */
     uint64_t hash;
     weir_limit lim;
     int64_t interval_us;
@@ -93,6 +94,7 @@ struct hsession {
     weir_loop_adapter loop;
     weir_store_session *inner;
     hentry *buckets[BUCKETS];
+    hentry *all; /* every entry: what a sync looks through */
     size_t n_keys;
     void *sync_timer, *ready_timer;
     int64_t sync_at;
@@ -129,6 +131,10 @@ static hentry *entry_get(hsession *hs, const weir_op *op, bool make)
     memcpy(e->key, op->key, op->key_len);
     e->next = hs->buckets[h % BUCKETS];
     hs->buckets[h % BUCKETS] = e;
+    e->all_next = hs->all;
+    if (hs->all)
+        hs->all->all_prev = e;
+    hs->all = e;
     hs->n_keys++;
     weir__hybrid_arm(hs, e->next_sync);
     return e;
@@ -140,6 +146,12 @@ static void entry_drop(hsession *hs, hentry *e)
     while (*pp != e)
         pp = &(*pp)->next;
     *pp = e->next;
+    if (e->all_prev)
+        e->all_prev->all_next = e->all_next;
+    else
+        hs->all = e->all_next;
+    if (e->all_next)
+        e->all_next->all_prev = e->all_prev;
     hs->n_keys--;
     e->dead = true;
     if (e->in_flight == 0)
@@ -464,10 +476,9 @@ static void on_sync_timer(void *arg)
     int64_t mono = weir__redis_mono_us();
     int64_t next = INT64_MAX;
     size_t due = 0;
-    for (size_t b = 0; b < BUCKETS; b++)
-        for (hentry *e = hs->buckets[b]; e; e = e->next)
-            if (e->next_sync <= mono)
-                due += 2;
+    for (hentry *e = hs->all; e; e = e->all_next)
+        if (e->next_sync <= mono)
+            due += 2;
     hsync *sy =
         due ? weir__malloc(ctx_of(hs), sizeof(*sy) + due * (sizeof(weir_op) + sizeof(hentry *) +
                                                             sizeof(uint64_t) + 1))
@@ -480,67 +491,62 @@ static void on_sync_timer(void *arg)
         sy->amount = (uint64_t *)(sy->entry + due);
         sy->what = (unsigned char *)(sy->amount + due);
     }
-    for (size_t b = 0; b < BUCKETS; b++) {
-        hentry *e = hs->buckets[b];
-        while (e) {
-            hentry *after = e->next;
-            if (e->next_sync > mono) {
-                next = e->next_sync < next ? e->next_sync : next;
-                e = after;
-                continue;
-            }
-            /* reserve the last interval's demand and a quarter more (its
-             * traffic grows, and the next reservation is on its way while
-             * this one is spent), or what Redis said it had left; what is
-             * left over goes back */
-            bool rest = e->retry_want != 0;
-            uint64_t want = rest        ? e->retry_want + e->allowance
-                            : e->demand ? e->demand + e->demand / 4 + 1
-                                        : 0;
-            uint64_t have = e->allowance;
-            if (!rest)
-                e->demand = 0;
-            e->retry_want = 0;
-            e->next_sync = mono + e->interval_us;
-            if (sy && e->unbacked) {
-                sy->ops[sy->n] = (weir_op){.key = e->key,
-                                           .key_len = e->key_len,
-                                           .limit = &e->lim,
-                                           .hits = e->unbacked,
-                                           .kind = WEIR_OP_TAKE,
-                                           .flags = WEIR_OP_NO_LOCAL_CACHE};
-                sy->what[sy->n] = SYNC_RECONCILE;
-                sy->amount[sy->n] = e->unbacked;
-                sy->entry[sy->n++] = e;
-                e->in_flight++;
-                e->unbacked = 0;
-            } else if (sy && want != have) {
-                bool more = want > have;
-                uint64_t amount = more ? want - have : have - want;
-                if (more && amount > most_at_once(&e->lim))
-                    amount = most_at_once(&e->lim);
-                if (!more)
-                    e->allowance -= amount;
-                sy->ops[sy->n] =
-                    (weir_op){.key = e->key,
-                              .key_len = e->key_len,
-                              .limit = &e->lim,
-                              .hits = amount,
-                              .kind = more ? WEIR_OP_TAKE : (weir_op_kind)WEIR__REDIS_OP_REFUND,
-                              .flags = WEIR_OP_NO_LOCAL_CACHE};
-                sy->what[sy->n] = !more ? SYNC_RETURN : rest ? SYNC_REST : SYNC_RESERVE;
-                sy->amount[sy->n] = amount;
-                sy->entry[sy->n++] = e;
-                e->in_flight++;
-                if (!more)
-                    redis_count(&hs->rs->hybrid_returned, amount);
-            }
-            if (want == 0 && e->allowance == 0 && e->unbacked == 0 && e->in_flight == 0)
-                entry_drop(hs, e); /* idle, nothing held */
-            else
-                next = e->next_sync < next ? e->next_sync : next;
-            e = after;
+    for (hentry *e = hs->all, *after; e; e = after) {
+        after = e->all_next;
+        if (e->next_sync > mono) {
+            next = e->next_sync < next ? e->next_sync : next;
+            continue;
         }
+        /* reserve the last interval's demand and a quarter more (its
+         * traffic grows, and the next reservation is on its way while
+         * this one is spent), or what Redis said it had left; what is
+         * left over goes back */
+        bool rest = e->retry_want != 0;
+        uint64_t want = rest        ? e->retry_want + e->allowance
+                        : e->demand ? e->demand + e->demand / 4 + 1
+                                    : 0;
+        uint64_t have = e->allowance;
+        if (!rest)
+            e->demand = 0;
+        e->retry_want = 0;
+        e->next_sync = mono + e->interval_us;
+        if (sy && e->unbacked) {
+            sy->ops[sy->n] = (weir_op){.key = e->key,
+                                       .key_len = e->key_len,
+                                       .limit = &e->lim,
+                                       .hits = e->unbacked,
+                                       .kind = WEIR_OP_TAKE,
+                                       .flags = WEIR_OP_NO_LOCAL_CACHE};
+            sy->what[sy->n] = SYNC_RECONCILE;
+            sy->amount[sy->n] = e->unbacked;
+            sy->entry[sy->n++] = e;
+            e->in_flight++;
+            e->unbacked = 0;
+        } else if (sy && want != have) {
+            bool more = want > have;
+            uint64_t amount = more ? want - have : have - want;
+            if (more && amount > most_at_once(&e->lim))
+                amount = most_at_once(&e->lim);
+            if (!more)
+                e->allowance -= amount;
+            sy->ops[sy->n] =
+                (weir_op){.key = e->key,
+                          .key_len = e->key_len,
+                          .limit = &e->lim,
+                          .hits = amount,
+                          .kind = more ? WEIR_OP_TAKE : (weir_op_kind)WEIR__REDIS_OP_REFUND,
+                          .flags = WEIR_OP_NO_LOCAL_CACHE};
+            sy->what[sy->n] = !more ? SYNC_RETURN : rest ? SYNC_REST : SYNC_RESERVE;
+            sy->amount[sy->n] = amount;
+            sy->entry[sy->n++] = e;
+            e->in_flight++;
+            if (!more)
+                redis_count(&hs->rs->hybrid_returned, amount);
+        }
+        if (want == 0 && e->allowance == 0 && e->unbacked == 0 && e->in_flight == 0)
+            entry_drop(hs, e); /* idle, nothing held */
+        else
+            next = e->next_sync < next ? e->next_sync : next;
     }
     if (sy && sy->n > 0) {
         if (hs->rs->inner->session_submit(hs->inner, sy->ops, sy->n, weir_ctx_now_us(ctx_of(hs)), 0,
@@ -588,8 +594,7 @@ void weir__hybrid_session_free(weir_store_session *base)
     on_ready(hs);
     /* the store's session completes what is in flight (syncs included) */
     hs->rs->inner->session_free(hs->inner);
-    for (size_t b = 0; b < BUCKETS; b++)
-        while (hs->buckets[b])
-            entry_drop(hs, hs->buckets[b]);
+    while (hs->all)
+        entry_drop(hs, hs->all);
     weir__free(ctx_of(hs), hs);
 }

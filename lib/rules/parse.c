@@ -16,234 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include <yaml.h>
-
-#include "rules/loader.h"
-
-typedef struct yp {
-    rules_loader *ld;
-    const char *file;
-    const unsigned char *data; /* the document, for positions of encoding errors */
-    size_t len;
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    bool have_ev; /* ev holds an event to delete */
-    bool dead;    /* syntax error or out of memory: stop reading */
-} yp;
-
-/* A position in the document, 1-based. */
-typedef struct pos {
-    uint64_t line;
-    uint64_t col;
-} pos;
-
-static pos pos_of(yaml_mark_t m)
-{
-    pos p = {(uint64_t)m.line + 1, (uint64_t)m.column + 1};
-    return p;
-}
-
-static pos here(const yp *p)
-{
-    return pos_of(p->ev.start_mark);
-}
-
-#define ERR(p, at, ...) weir__rules_error((p)->ld, (p)->file, (at).line, (at).col, __VA_ARGS__)
-
-static bool next(yp *p)
-{
-    if (p->dead || p->ld->nomem)
-        return false;
-    if (p->have_ev) {
-        yaml_event_delete(&p->ev);
-        p->have_ev = false;
-    }
-    if (!yaml_parser_parse(&p->parser, &p->ev)) {
-        p->dead = true;
-        if (p->parser.error == YAML_MEMORY_ERROR) {
-            p->ld->nomem = true;
-            return false;
-        }
-        if (p->parser.error == YAML_READER_ERROR) {
-            /* libyaml gives encoding errors a byte offset, not a mark */
-            pos at = {1, 1};
-            size_t off = p->parser.problem_offset < p->len ? p->parser.problem_offset : p->len;
-            for (size_t i = 0; i < off; i++) {
-                if (p->data[i] == '\n') {
-                    at.line++;
-                    at.col = 1;
-                } else {
-                    at.col++;
-                }
-            }
-            ERR(p, at, "YAML syntax error: %s (byte %d at offset %zu)",
-                p->parser.problem ? p->parser.problem : "bad encoding", p->parser.problem_value,
-                p->parser.problem_offset);
-            return false;
-        }
-        pos at = pos_of(p->parser.problem_mark);
-        const char *problem = p->parser.problem ? p->parser.problem : "unknown error";
-        if (p->parser.context)
-            ERR(p, at, "YAML syntax error: %s %s", p->parser.context, problem);
-        else
-            ERR(p, at, "YAML syntax error: %s", problem);
-        return false;
-    }
-    p->have_ev = true;
-    return true;
-}
-
-/* Consume the node whose first event is current. Aliases inside are
- * passed over, never resolved. */
-static bool skip(yp *p)
-{
-    if (p->ev.type != YAML_SEQUENCE_START_EVENT && p->ev.type != YAML_MAPPING_START_EVENT)
-        return true;
-    size_t depth = 1;
-    while (depth) {
-        if (!next(p))
-            return false;
-        if (p->ev.type == YAML_SEQUENCE_START_EVENT || p->ev.type == YAML_MAPPING_START_EVENT)
-            depth++;
-        else if (p->ev.type == YAML_SEQUENCE_END_EVENT || p->ev.type == YAML_MAPPING_END_EVENT)
-            depth--;
-    }
-    return true;
-}
-
-static bool is_null(const yp *p)
-{
-    if (p->ev.type != YAML_SCALAR_EVENT || p->ev.data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return false;
-    const char *s = (const char *)p->ev.data.scalar.value;
-    return p->ev.data.scalar.length == 0 || strcmp(s, "~") == 0 || strcasecmp(s, "null") == 0;
-}
-
-/* Report a node of the wrong kind and consume it. */
-static bool wrong_kind(yp *p, const char *field, const char *kind)
-{
-    if (p->ev.type == YAML_ALIAS_EVENT)
-        ERR(p, here(p), "YAML aliases are not supported");
-    else
-        ERR(p, here(p), "'%s' must be %s", field, kind);
-    return skip(p);
-}
-
-/* The current scalar as an arena string of at most max bytes, or NULL
- * for another kind of node, an embedded NUL or a long string (reported),
- * or when out of memory. */
-static const char *read_string(yp *p, const char *field, size_t max)
-{
-    if (p->ev.type != YAML_SCALAR_EVENT) {
-        wrong_kind(p, field, "a string");
-        return NULL;
-    }
-    const char *s = (const char *)p->ev.data.scalar.value;
-    size_t len = p->ev.data.scalar.length;
-    if (memchr(s, '\0', len)) {
-        ERR(p, here(p), "'%s' must not contain a NUL character", field);
-        return NULL;
-    }
-    if (len > max) {
-        ERR(p, here(p), "'%s' is longer than %zu bytes", field, max);
-        return NULL;
-    }
-    return weir__rules_strndup(p->ld, s, len);
-}
-
-/* The current scalar as a C string for a conversion (NULL when it is not
- * a scalar, reported). Points into the event: valid until next(). */
-static const char *scalar_text(yp *p, const char *field)
-{
-    if (p->ev.type != YAML_SCALAR_EVENT) {
-        wrong_kind(p, field, "a scalar");
-        return NULL;
-    }
-    const char *s = (const char *)p->ev.data.scalar.value;
-    if (memchr(s, '\0', p->ev.data.scalar.length)) {
-        ERR(p, here(p), "'%s' must not contain a NUL character", field);
-        return NULL;
-    }
-    return s;
-}
-
-static bool read_bool(yp *p, const char *field, bool *out)
-{
-    const char *s = scalar_text(p, field);
-    if (!s)
-        return false;
-    const char *why = weir__rules_parse_bool(s, out);
-    if (why) {
-        ERR(p, here(p), "'%s' %s: '%.64s'", field, why, s);
-        return false;
-    }
-    return true;
-}
-
-static bool read_u64(yp *p, const char *field, uint64_t max, uint64_t *out)
-{
-    const char *s = scalar_text(p, field);
-    if (!s)
-        return false;
-    const char *why = weir__rules_parse_u64(s, max, out);
-    if (why && strcmp(why, "is too large") == 0) {
-        ERR(p, here(p), "'%s' is too large: '%.64s' (at most %llu)", field, s,
-            (unsigned long long)max);
-        return false;
-    }
-    if (why) {
-        ERR(p, here(p), "'%s' %s: '%.64s'", field, why, s);
-        return false;
-    }
-    return true;
-}
-
-/* ---- mapping keys */
-
-/* Reads a mapping's key and leaves its value as the current event.
- * Returns the key's index in names, -1 at the end of the mapping, -2 when
- * the key was reported and its value skipped, -3 when the parser died. */
-static int next_key(yp *p, const char *const *names, size_t n_names, uint64_t *seen, pos *key_at)
-{
-    for (;;) {
-        if (!next(p))
-            return -3;
-        if (p->ev.type == YAML_MAPPING_END_EVENT)
-            return -1;
-        *key_at = here(p);
-        int idx = -2;
-        if (p->ev.type != YAML_SCALAR_EVENT) {
-            ERR(p, *key_at,
-                p->ev.type == YAML_ALIAS_EVENT ? "YAML aliases are not supported"
-                                               : "mapping keys must be strings");
-            if (!skip(p))
-                return -3;
-        } else {
-            const char *k = (const char *)p->ev.data.scalar.value;
-            size_t len = p->ev.data.scalar.length;
-            for (size_t i = 0; i < n_names; i++) {
-                if (strlen(names[i]) == len && memcmp(names[i], k, len) == 0) {
-                    idx = (int)i;
-                    break;
-                }
-            }
-            if (idx < 0)
-                ERR(p, *key_at, "unknown key '%.*s'", len > 100 ? 100 : (int)len, k);
-            else if (*seen & (UINT64_C(1) << idx))
-                ERR(p, *key_at, "duplicate key '%s'", names[idx]);
-            if (idx >= 0 && (*seen & (UINT64_C(1) << idx)))
-                idx = -2;
-            else if (idx >= 0)
-                *seen |= UINT64_C(1) << idx;
-        }
-        if (!next(p))
-            return -3;
-        if (idx >= 0)
-            return idx;
-        if (!skip(p))
-            return -3;
-    }
-}
+#include "rules/yaml_walk.h"
 
 /* ---- rate_limit */
 
@@ -294,20 +67,20 @@ typedef struct repl {
 
 static bool read_replaces(yp *p, repl **head, size_t *count)
 {
-    if (is_null(p))
+    if (weir__yp_is_null(p))
         return true;
     if (p->ev.type != YAML_SEQUENCE_START_EVENT)
-        return wrong_kind(p, "replaces", "a list");
+        return weir__yp_wrong_kind(p, "replaces", "a list");
     repl **tail = head;
     for (;;) {
-        if (!next(p))
+        if (!weir__yp_next(p))
             return false;
         if (p->ev.type == YAML_SEQUENCE_END_EVENT)
             return true;
-        pos at = here(p);
+        pos at = weir__yp_here(p);
         const char *name = NULL;
         if (p->ev.type != YAML_MAPPING_START_EVENT) {
-            if (!wrong_kind(p, "replaces entry", "a mapping"))
+            if (!weir__yp_wrong_kind(p, "replaces entry", "a mapping"))
                 return false;
             continue;
         }
@@ -315,11 +88,11 @@ static bool read_replaces(yp *p, repl **head, size_t *count)
         uint64_t seen = 0;
         pos key_at;
         int k;
-        while ((k = next_key(p, names, 1, &seen, &key_at)) != -1) {
+        while ((k = weir__yp_key(p, names, 1, &seen, &key_at)) != -1) {
             if (k == -3)
                 return false;
-            if (k == 0 && !is_null(p))
-                name = read_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
+            if (k == 0 && !weir__yp_is_null(p))
+                name = weir__yp_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
             else if (k == 0)
                 name = "";
         }
@@ -386,15 +159,15 @@ static void warn_limit(yp *p, const weir_rule_limit *l, pos at, bool has_rpu)
 static weir_rule_limit *read_rate_limit(yp *p)
 {
     rules_loader *ld = p->ld;
-    pos start = here(p);
+    pos start = weir__yp_here(p);
     if (p->ev.type != YAML_MAPPING_START_EVENT) {
-        wrong_kind(p, "rate_limit", "a mapping");
+        weir__yp_wrong_kind(p, "rate_limit", "a mapping");
         return NULL;
     }
     size_t errors_before = ld->n_errors;
     weir_rule_limit *l = weir__rules_alloc(ld, sizeof(*l));
     if (!l) {
-        skip(p);
+        weir__yp_skip(p);
         return NULL;
     }
     l->file = p->file;
@@ -412,18 +185,18 @@ static weir_rule_limit *read_rate_limit(yp *p)
     int64_t sync_us = SYNC_DEFAULT_US;
     int k;
     pos key_at;
-    while ((k = next_key(p, rl_names, RL_N, &seen, &key_at)) != -1) {
+    while ((k = weir__yp_key(p, rl_names, RL_N, &seen, &key_at)) != -1) {
         if (k == -3)
             return NULL;
-        at[k] = here(p);
+        at[k] = weir__yp_here(p);
         const char *s;
         uint64_t v;
         bool b;
         switch ((enum rl_field)k) {
         case RL_UNIT:
-            if (is_null(p))
+            if (weir__yp_is_null(p))
                 break;
-            if ((s = scalar_text(p, "unit")) == NULL) {
+            if ((s = weir__yp_scalar(p, "unit")) == NULL) {
                 unit_bad = true;
             } else if (weir__rules_parse_unit(s, &l->unit, &l->window_us)) {
                 unit_ok = true;
@@ -433,16 +206,16 @@ static weir_rule_limit *read_rate_limit(yp *p)
             }
             break;
         case RL_RPU:
-            if (read_u64(p, "requests_per_unit", UINT32_MAX, &v))
+            if (weir__yp_u64(p, "requests_per_unit", UINT32_MAX, &v))
                 l->requests_per_unit = (uint32_t)v;
             break;
         case RL_UNLIMITED:
-            if (read_bool(p, "unlimited", &b))
+            if (weir__yp_bool(p, "unlimited", &b))
                 l->unlimited = b;
             break;
         case RL_NAME:
-            if (!is_null(p)) {
-                s = read_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
+            if (!weir__yp_is_null(p)) {
+                s = weir__yp_string(p, "name", WEIR_RULES_MAX_STRING_BYTES);
                 l->name = s && *s ? s : NULL;
             }
             break;
@@ -451,7 +224,7 @@ static weir_rule_limit *read_rate_limit(yp *p)
                 return NULL;
             break;
         case RL_ALGORITHM:
-            if ((s = scalar_text(p, "algorithm")) != NULL &&
+            if ((s = weir__yp_scalar(p, "algorithm")) != NULL &&
                 weir_algorithm_parse(s, &l->algorithm) != WEIR_OK) {
                 char list[256];
                 algo_list(list, sizeof(list));
@@ -459,18 +232,18 @@ static weir_rule_limit *read_rate_limit(yp *p)
             }
             break;
         case RL_BURST:
-            if (read_u64(p, "burst", UINT32_MAX, &v))
+            if (weir__yp_u64(p, "burst", UINT32_MAX, &v))
                 l->burst = v;
             break;
         case RL_WINDOW:
-            if ((s = scalar_text(p, "window")) != NULL) {
+            if ((s = weir__yp_scalar(p, "window")) != NULL) {
                 const char *why = weir__rules_parse_duration(s, &l->window_us);
                 if (why)
                     ERR(p, at[k], "window '%.64s' %s", s, why);
             }
             break;
         case RL_FAILURE_MODE:
-            if ((s = scalar_text(p, "failure_mode")) != NULL) {
+            if ((s = weir__yp_scalar(p, "failure_mode")) != NULL) {
                 if (strcasecmp(s, "allow") == 0)
                     l->failure_mode = WEIR_FAILURE_ALLOW;
                 else if (strcasecmp(s, "deny") == 0)
@@ -483,7 +256,7 @@ static weir_rule_limit *read_rate_limit(yp *p)
             }
             break;
         case RL_LOCAL_SHARE:
-            if ((s = scalar_text(p, "local_share")) != NULL &&
+            if ((s = weir__yp_scalar(p, "local_share")) != NULL &&
                 !weir__rules_parse_share(s, &l->local_share_ppm))
                 ERR(p, at[k],
                     "local_share '%.64s' must be a fraction above 0 and at most 1 (e.g. 0.25), or "
@@ -491,11 +264,11 @@ static weir_rule_limit *read_rate_limit(yp *p)
                     s);
             break;
         case RL_OVER_LIMIT_CACHE:
-            if (read_bool(p, "over_limit_cache", &b))
+            if (weir__yp_bool(p, "over_limit_cache", &b))
                 l->no_local_cache = !b;
             break;
         case RL_SYNC:
-            if ((s = scalar_text(p, "sync")) != NULL) {
+            if ((s = weir__yp_scalar(p, "sync")) != NULL) {
                 if (strcasecmp(s, "local") == 0)
                     sync_local = true;
                 else if (strcasecmp(s, "global") != 0)
@@ -503,7 +276,7 @@ static weir_rule_limit *read_rate_limit(yp *p)
             }
             break;
         case RL_SYNC_INTERVAL:
-            if ((s = scalar_text(p, "sync_interval")) != NULL) {
+            if ((s = weir__yp_scalar(p, "sync_interval")) != NULL) {
                 const char *why = weir__rules_parse_duration(s, &sync_us);
                 if (why)
                     ERR(p, at[k], "sync_interval '%.64s' %s", s, why);
@@ -512,17 +285,17 @@ static weir_rule_limit *read_rate_limit(yp *p)
             }
             break;
         case RL_COUNT_REJECTED:
-            if (read_bool(p, "count_rejected", &b))
+            if (weir__yp_bool(p, "count_rejected", &b))
                 l->count_rejected = b;
             break;
         case RL_SUB_WINDOWS:
-            if (read_u64(p, "sub_windows", UINT32_MAX, &v))
+            if (weir__yp_u64(p, "sub_windows", UINT32_MAX, &v))
                 l->sub_windows = (uint32_t)v;
             break;
         case RL_N:
             break;
         }
-        if (!skip(p))
+        if (!weir__yp_skip(p))
             return NULL;
     }
     if (p->dead)
@@ -666,21 +439,21 @@ static bool add_limit(yp *p, lim_item ***tail, size_t *n)
 
 static bool read_rate_limits(yp *p, lim_item ***tail, size_t *n)
 {
-    if (is_null(p))
+    if (weir__yp_is_null(p))
         return true;
     if (p->ev.type != YAML_SEQUENCE_START_EVENT)
-        return wrong_kind(p, "rate_limits", "a list");
+        return weir__yp_wrong_kind(p, "rate_limits", "a list");
     size_t count = 0;
     for (;;) {
-        if (!next(p))
+        if (!weir__yp_next(p))
             return false;
         if (p->ev.type == YAML_SEQUENCE_END_EVENT)
             return true;
         if (++count > WEIR_RULES_MAX_LIMITS_PER_RULE) {
             if (count == WEIR_RULES_MAX_LIMITS_PER_RULE + 1)
-                ERR(p, here(p), "more than %u entries in 'rate_limits'",
+                ERR(p, weir__yp_here(p), "more than %u entries in 'rate_limits'",
                     WEIR_RULES_MAX_LIMITS_PER_RULE);
-            if (!skip(p))
+            if (!weir__yp_skip(p))
                 return false;
             continue;
         }
@@ -694,7 +467,7 @@ static bool read_rate_limits(yp *p, lim_item ***tail, size_t *n)
 static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
 {
     rules_loader *ld = p->ld;
-    pos start = here(p);
+    pos start = weir__yp_here(p);
     *out = NULL;
     weir_rule *n = weir__rules_alloc(ld, sizeof(*n));
     if (!n)
@@ -714,21 +487,21 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
     bool key_bad = false;
     pos key_at;
     int k;
-    while ((k = next_key(p, d_names, D_N, &seen, &key_at)) != -1) {
+    while ((k = weir__yp_key(p, d_names, D_N, &seen, &key_at)) != -1) {
         if (k == -3)
             return false;
-        at[k] = here(p);
+        at[k] = weir__yp_here(p);
         bool b;
         switch ((enum d_field)k) {
         case D_KEY:
-            if (!is_null(p)) {
-                n->key = read_string(p, "key", WEIR_RULES_MAX_STRING_BYTES);
+            if (!weir__yp_is_null(p)) {
+                n->key = weir__yp_string(p, "key", WEIR_RULES_MAX_STRING_BYTES);
                 key_bad = !n->key;
             }
             break;
         case D_VALUE:
-            if (!is_null(p)) {
-                const char *v = read_string(p, "value", WEIR_RULES_MAX_STRING_BYTES);
+            if (!weir__yp_is_null(p)) {
+                const char *v = weir__yp_string(p, "value", WEIR_RULES_MAX_STRING_BYTES);
                 /* upstream reads a missing and an empty value alike */
                 n->value = v && *v ? v : NULL;
             }
@@ -736,7 +509,7 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
         case D_RATE_LIMIT:
             if (seen & (UINT64_C(1) << D_RATE_LIMITS))
                 ERR(p, key_at, "use either 'rate_limit' or 'rate_limits', not both");
-            else if (is_null(p))
+            else if (weir__yp_is_null(p))
                 weir__rules_warn(ld, p->file, key_at.line, key_at.col,
                                  "empty 'rate_limit': this descriptor limits nothing (give it a "
                                  "unit and requests_per_unit, or remove it)");
@@ -758,19 +531,19 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
         case D_DETAILED_METRIC:
         case D_VALUE_TO_METRIC:
         case D_SHARE_THRESHOLD:
-            if (read_bool(p, d_names[k], &b) && b)
+            if (weir__yp_bool(p, d_names[k], &b) && b)
                 n->flags |= d_flag[k];
             break;
         case D_METADATA:
             if (p->ev.type == YAML_MAPPING_START_EVENT)
                 n->has_metadata = true;
-            else if (!is_null(p))
-                wrong_kind(p, "metadata", "a mapping");
+            else if (!weir__yp_is_null(p))
+                weir__yp_wrong_kind(p, "metadata", "a mapping");
             break;
         case D_N:
             break;
         }
-        if (!skip(p))
+        if (!weir__yp_skip(p))
             return false;
     }
     if (p->dead)
@@ -812,21 +585,21 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
 
 static bool read_descriptors(yp *p, rule_list *out, unsigned depth)
 {
-    if (is_null(p))
+    if (weir__yp_is_null(p))
         return true;
     if (p->ev.type != YAML_SEQUENCE_START_EVENT)
-        return wrong_kind(p, "descriptors", "a list");
+        return weir__yp_wrong_kind(p, "descriptors", "a list");
     if (depth > WEIR_RULES_MAX_DEPTH) {
-        ERR(p, here(p), "descriptors nested deeper than %u levels", WEIR_RULES_MAX_DEPTH);
-        return skip(p);
+        ERR(p, weir__yp_here(p), "descriptors nested deeper than %u levels", WEIR_RULES_MAX_DEPTH);
+        return weir__yp_skip(p);
     }
     for (;;) {
-        if (!next(p))
+        if (!weir__yp_next(p))
             return false;
         if (p->ev.type == YAML_SEQUENCE_END_EVENT)
             return true;
         if (p->ev.type != YAML_MAPPING_START_EVENT) {
-            if (!wrong_kind(p, "a descriptor", "a mapping"))
+            if (!weir__yp_wrong_kind(p, "a descriptor", "a mapping"))
                 return false;
             continue;
         }
@@ -849,9 +622,9 @@ static bool read_descriptors(yp *p, rule_list *out, unsigned depth)
 static void read_document(yp *p)
 {
     /* current event: DOCUMENT_START */
-    if (!next(p))
+    if (!weir__yp_next(p))
         return;
-    pos top = here(p);
+    pos top = weir__yp_here(p);
     const char *domain = NULL;
     bool domain_bad = false; /* present but not a string: reported already */
     pos domain_at = top;
@@ -861,24 +634,24 @@ static void read_document(yp *p)
         uint64_t seen = 0;
         pos key_at;
         int k;
-        while ((k = next_key(p, names, 2, &seen, &key_at)) != -1) {
+        while ((k = weir__yp_key(p, names, 2, &seen, &key_at)) != -1) {
             if (k == -3)
                 return;
             if (k == 0) {
-                domain_at = here(p);
-                if (!is_null(p)) {
-                    domain = read_string(p, "domain", WEIR_RULES_MAX_STRING_BYTES);
+                domain_at = weir__yp_here(p);
+                if (!weir__yp_is_null(p)) {
+                    domain = weir__yp_string(p, "domain", WEIR_RULES_MAX_STRING_BYTES);
                     domain_bad = !domain;
                 }
             } else if (!read_descriptors(p, &descriptors, 1)) {
                 return;
             }
-            if (!skip(p))
+            if (!weir__yp_skip(p))
                 return;
         }
-    } else if (!is_null(p)) {
+    } else if (!weir__yp_is_null(p)) {
         ERR(p, top, "a rule file must be a mapping with 'domain' and 'descriptors'");
-        skip(p);
+        weir__yp_skip(p);
         return;
     }
     if (domain_bad)
@@ -907,16 +680,17 @@ void weir__rules_parse_doc(rules_loader *ld, const char *file, const unsigned ch
     static const unsigned char empty[1] = {0};
     yaml_parser_set_input_string(&p.parser, data ? data : empty, data ? len : 0);
     /* STREAM_START, then one document; a second one is an error. */
-    if (next(&p) && next(&p)) {
+    if (weir__yp_next(&p) && weir__yp_next(&p)) {
         if (p.ev.type == YAML_STREAM_END_EVENT) {
             weir__rules_error(ld, file, 1, 1, "config file cannot have empty domain");
         } else {
             read_document(&p);
             /* finish the document (its end event) and look past it */
-            while (!p.dead && p.ev.type != YAML_DOCUMENT_END_EVENT && next(&p)) {
+            while (!p.dead && p.ev.type != YAML_DOCUMENT_END_EVENT && weir__yp_next(&p)) {
             }
-            if (next(&p) && p.ev.type == YAML_DOCUMENT_START_EVENT)
-                ERR(&p, here(&p), "a rule file must hold one YAML document, found a second");
+            if (weir__yp_next(&p) && p.ev.type == YAML_DOCUMENT_START_EVENT)
+                ERR(&p, weir__yp_here(&p),
+                    "a rule file must hold one YAML document, found a second");
         }
     }
     if (p.have_ev)

@@ -43,6 +43,8 @@ extern "C" {
 #define WEIR_RULES_MAX_FILES 4096u                      /* rule files in one directory */
 #define WEIR_RULES_MAX_LIMITS_PER_RULE 64u              /* entries of one `rate_limits:` list */
 #define WEIR_RULES_MAX_REPLACES 1024u                   /* entries of one `replaces:` list */
+#define WEIR_RULES_MAX_TIERS 64u                        /* tiers of one domain */
+#define WEIR_RULES_MAX_TIER_NAME_BYTES 64u              /* a tier's name */
 
 /** Sizes of the text fields of weir_rules_error (longer text is cut). */
 #define WEIR_RULES_ERROR_FILE_BYTES 512u
@@ -293,6 +295,27 @@ WEIR_API const weir_rules_domain *weir_rules_find_domain(const weir_rules *rules
 
 /** A domain's name (never NULL or empty). */
 WEIR_API const char *weir_rules_domain_name(const weir_rules_domain *domain);
+
+/* Since 0.2. A domain's `tenants:` section (docs/QUOTAS.md): the entry key
+ * that carries a tenant's key in a request descriptor, the tier of keys
+ * with no record of their own, and the tiers. A tier is a descriptor node
+ * whose key is the tenant key and which has no value (each tenant counts
+ * apart): its limits are the tenant's own ("default"), its children the
+ * nested descriptors it covers. */
+
+/** The tenant key, or NULL when the domain has no tenants section. */
+WEIR_API const char *weir_rules_domain_tenant_key(const weir_rules_domain *domain);
+/** The default tier's name, or NULL when keys with no record keep the rule
+ *  file's limits. */
+WEIR_API const char *weir_rules_domain_default_tier(const weir_rules_domain *domain);
+/** Number of tiers, and the i-th in file order (name, body); NULL when out
+ *  of range. */
+WEIR_API size_t weir_rules_domain_tier_count(const weir_rules_domain *domain);
+WEIR_API const char *weir_rules_domain_tier_name(const weir_rules_domain *domain, size_t i);
+WEIR_API const weir_rule *weir_rules_domain_tier(const weir_rules_domain *domain, size_t i);
+/** The tier named @name, or NULL. */
+WEIR_API const weir_rule *weir_rules_domain_find_tier(const weir_rules_domain *domain,
+                                                      const char *name);
 /** Number of top-level descriptors of a domain. */
 WEIR_API size_t weir_rules_domain_rule_count(const weir_rules_domain *domain);
 /** The i-th top-level descriptor in file order (merged files in load

@@ -43,6 +43,25 @@ typedef struct rule_list {
     size_t n;
 } rule_list;
 
+/* One tier of a domain's tenants section: its name and its body, a
+ * descriptor node whose key is the domain's tenant key (no value: each
+ * tenant counts apart), with the tier's limits and nested descriptors. */
+typedef struct rules_tier {
+    const char *name;
+    weir_rule *root;
+} rules_tier;
+
+/* A domain's `tenants:` section as read (key NULL: none). */
+typedef struct rules_tenants {
+    const char *key;
+    const char *default_tier; /* NULL: keys with no record get the file's limits */
+    rules_tier *tiers;
+    size_t n_tiers;
+    const char *file;
+    uint32_t line, column;
+    uint32_t default_line, default_column;
+} rules_tenants;
+
 struct weir_rules_domain {
     const char *name;
     const char *file;
@@ -51,6 +70,7 @@ struct weir_rules_domain {
     rule_list building;
     weir_rule **rules;
     size_t n_rules;
+    rules_tenants tenants;
     weir_rules_domain *next;
 };
 
@@ -104,7 +124,7 @@ void weir__rules_warn(rules_loader *ld, const char *file, uint64_t line, uint64_
 /* A document's domain and descriptors, once read: merged with an existing
  * domain of that name or reported as a duplicate, per the options. */
 void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file, uint32_t line,
-                            uint32_t column, rule_list *descriptors);
+                            uint32_t column, rule_list *descriptors, const rules_tenants *tenants);
 /* Build the lookup arrays and run the checks that need the whole load
  * (duplicate composite keys). */
 void weir__rules_finish(rules_loader *ld);

@@ -411,8 +411,6 @@ typedef struct lim_item {
     struct lim_item *next;
 } lim_item;
 
-static bool read_descriptors(yp *p, rule_list *out, unsigned depth);
-
 static bool add_limit(yp *p, lim_item ***tail, size_t *n)
 {
     weir_rule_limit *l = read_rate_limit(p);
@@ -462,9 +460,11 @@ static bool read_rate_limits(yp *p, lim_item ***tail, size_t *n)
     }
 }
 
-/* Reads one descriptor mapping (the current event). Returns false only
- * when the parser died; *out is the node, or NULL when it was dropped. */
-static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
+/* Reads one descriptor mapping (the current event); a tier's body when
+ * @tier (no key or value of its own: the domain's tenant key is given to
+ * it once known). Returns false only when the parser died; *out is the
+ * node, or NULL when it was dropped. */
+bool weir__rules_read_descriptor(yp *p, unsigned depth, bool tier, weir_rule **out)
 {
     rules_loader *ld = p->ld;
     pos start = weir__yp_here(p);
@@ -492,6 +492,12 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
             return false;
         at[k] = weir__yp_here(p);
         bool b;
+        if (tier && (k == D_KEY || k == D_VALUE)) {
+            ERR(p, key_at, "a tier has no '%s': its key is the domain's tenants.key", d_names[k]);
+            if (!weir__yp_skip(p))
+                return false;
+            continue;
+        }
         switch ((enum d_field)k) {
         case D_KEY:
             if (!weir__yp_is_null(p)) {
@@ -523,7 +529,7 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
                 return false;
             break;
         case D_DESCRIPTORS:
-            if (!read_descriptors(p, &children, depth + 1))
+            if (!weir__rules_read_descriptors(p, &children, depth + 1))
                 return false;
             break;
         case D_SHADOW_MODE:
@@ -550,7 +556,9 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
         return false;
     if (key_bad)
         return true; /* reported already */
-    if (!n->key || !*n->key) {
+    if (tier) {
+        n->key = "";
+    } else if (!n->key || !*n->key) {
         ERR(p, (seen & (UINT64_C(1) << D_KEY)) ? at[D_KEY] : start, "descriptor has empty key");
         return true;
     }
@@ -583,7 +591,7 @@ static bool read_descriptor(yp *p, unsigned depth, weir_rule **out)
     return true;
 }
 
-static bool read_descriptors(yp *p, rule_list *out, unsigned depth)
+bool weir__rules_read_descriptors(yp *p, rule_list *out, unsigned depth)
 {
     if (weir__yp_is_null(p))
         return true;
@@ -604,7 +612,7 @@ static bool read_descriptors(yp *p, rule_list *out, unsigned depth)
             continue;
         }
         weir_rule *n;
-        if (!read_descriptor(p, depth, &n))
+        if (!weir__rules_read_descriptor(p, depth, false, &n))
             return false;
         if (!n)
             continue;
@@ -629,12 +637,14 @@ static void read_document(yp *p)
     bool domain_bad = false; /* present but not a string: reported already */
     pos domain_at = top;
     rule_list descriptors = {NULL, NULL, 0};
+    rules_tenants tenants;
+    memset(&tenants, 0, sizeof(tenants));
     if (p->ev.type == YAML_MAPPING_START_EVENT) {
-        static const char *const names[] = {"domain", "descriptors"};
+        static const char *const names[] = {"domain", "descriptors", "tenants"};
         uint64_t seen = 0;
         pos key_at;
         int k;
-        while ((k = weir__yp_key(p, names, 2, &seen, &key_at)) != -1) {
+        while ((k = weir__yp_key(p, names, 3, &seen, &key_at)) != -1) {
             if (k == -3)
                 return;
             if (k == 0) {
@@ -643,7 +653,10 @@ static void read_document(yp *p)
                     domain = weir__yp_string(p, "domain", WEIR_RULES_MAX_STRING_BYTES);
                     domain_bad = !domain;
                 }
-            } else if (!read_descriptors(p, &descriptors, 1)) {
+            } else if (k == 1) {
+                if (!weir__rules_read_descriptors(p, &descriptors, 1))
+                    return;
+            } else if (!weir__rules_read_tenants(p, &tenants)) {
                 return;
             }
             if (!weir__yp_skip(p))
@@ -661,7 +674,7 @@ static void read_document(yp *p)
         return;
     }
     weir__rules_add_domain(p->ld, domain, p->file, (uint32_t)domain_at.line,
-                           (uint32_t)domain_at.col, &descriptors);
+                           (uint32_t)domain_at.col, &descriptors, &tenants);
 }
 
 void weir__rules_parse_doc(rules_loader *ld, const char *file, const unsigned char *data,

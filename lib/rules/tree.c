@@ -121,7 +121,7 @@ void weir__rules_warn(rules_loader *ld, const char *file, uint64_t line, uint64_
 }
 
 void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file, uint32_t line,
-                            uint32_t column, rule_list *descriptors)
+                            uint32_t column, rule_list *descriptors, const rules_tenants *tenants)
 {
     weir_rules *r = ld->rules;
     weir_rules_domain *d = r->first_domain;
@@ -146,6 +146,14 @@ void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file
             r->first_domain = d;
         r->last_domain = d;
         r->n_domains++;
+    }
+    if (tenants->key) {
+        if (d->tenants.key)
+            weir__rules_error(ld, tenants->file, tenants->line, tenants->column,
+                              "domain '%s' has a tenants section already (%s:%u)", name,
+                              d->tenants.file, d->tenants.line);
+        else
+            d->tenants = *tenants;
     }
     if (!descriptors->first)
         return;
@@ -310,6 +318,17 @@ void weir__rules_finish(rules_loader *ld)
         path[0] = '\0';
         level_stack st = {{0}, 0};
         name_limits(ld, d->name, d->rules, d->n_rules, path, 0, sizeof(path), &st);
+        for (size_t k = 0; k < d->tenants.n_tiers; k++) {
+            weir_rule *root = d->tenants.tiers[k].root;
+            w = snprintf(path, sizeof(path), "%s.tiers.%s.%s.", d->name, d->tenants.tiers[k].name,
+                         root->key);
+            len = w < 0 ? 0 : (size_t)w;
+            if (len >= sizeof(path))
+                len = sizeof(path) - 1;
+            check_siblings(ld, root->children, root->n_children, path, len, sizeof(path));
+            path[0] = '\0';
+            name_limits(ld, d->name, &d->tenants.tiers[k].root, 1, path, 0, sizeof(path), &st);
+        }
     }
 }
 
@@ -376,6 +395,41 @@ const weir_rules_domain *weir_rules_find_domain(const weir_rules *rules, const c
 const char *weir_rules_domain_name(const weir_rules_domain *domain)
 {
     return domain ? domain->name : NULL;
+}
+
+const char *weir_rules_domain_tenant_key(const weir_rules_domain *domain)
+{
+    return domain ? domain->tenants.key : NULL;
+}
+
+const char *weir_rules_domain_default_tier(const weir_rules_domain *domain)
+{
+    return domain ? domain->tenants.default_tier : NULL;
+}
+
+size_t weir_rules_domain_tier_count(const weir_rules_domain *domain)
+{
+    return domain ? domain->tenants.n_tiers : 0;
+}
+
+const char *weir_rules_domain_tier_name(const weir_rules_domain *domain, size_t i)
+{
+    return domain && i < domain->tenants.n_tiers ? domain->tenants.tiers[i].name : NULL;
+}
+
+const weir_rule *weir_rules_domain_tier(const weir_rules_domain *domain, size_t i)
+{
+    return domain && i < domain->tenants.n_tiers ? domain->tenants.tiers[i].root : NULL;
+}
+
+const weir_rule *weir_rules_domain_find_tier(const weir_rules_domain *domain, const char *name)
+{
+    if (!domain || !name)
+        return NULL;
+    for (size_t i = 0; i < domain->tenants.n_tiers; i++)
+        if (strcmp(domain->tenants.tiers[i].name, name) == 0)
+            return domain->tenants.tiers[i].root;
+    return NULL;
 }
 
 size_t weir_rules_domain_rule_count(const weir_rules_domain *domain)

@@ -59,4 +59,14 @@ bool weir__yp_u64(yp *p, const char *field, uint64_t max, uint64_t *out);
  * the key was reported and its value skipped, -3 when the parser died. */
 int weir__yp_key(yp *p, const char *const *names, size_t n_names, uint64_t *seen, pos *key_at);
 
+/* ---- the readers of the schema that other readers call */
+
+/* parse.c: one descriptor mapping (a tier's body when @tier), a list of
+ * them. False only when the parser died. */
+bool weir__rules_read_descriptor(yp *p, unsigned depth, bool tier, weir_rule **out);
+bool weir__rules_read_descriptors(yp *p, rule_list *out, unsigned depth);
+/* tenants.c: a domain's `tenants:` mapping into @out. False only when the
+ * parser died. */
+bool weir__rules_read_tenants(yp *p, rules_tenants *out);
+
 #endif /* WEIR_RULES_YAML_WALK_H */

@@ -28,6 +28,7 @@
 #include "weir/rules.h"
 #include "weir/status.h"
 #include "weir/store.h"
+#include "weir/tenants.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -217,6 +218,21 @@ WEIR_API void weir_engine_free(weir_engine *engine);
  * rules stay in force. Thread-safe.
  */
 WEIR_API weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules);
+
+/**
+ * weir_engine_set_tenants() - Since 0.2. Put @tenants in force (taken
+ * over on success: the engine frees it once no decision can use it), or
+ * none with NULL. Decisions already under way finish with the table they
+ * started with; later ones use the new one. A table is given to one engine
+ * once. Thread-safe, like a reload; the two are serialised.
+ *
+ * Returns WEIR_OK; WEIR_EINVAL for a NULL @engine or a table given before;
+ * WEIR_ENOMEM (the table then still belongs to the caller).
+ */
+WEIR_API weir_status weir_engine_set_tenants(weir_engine *engine, weir_tenants *tenants);
+
+/** Since 0.2. Records of the table in force (0 with none). */
+WEIR_API size_t weir_engine_tenant_count(weir_engine *engine);
 
 /**
  * weir_engine_reload_path() - load a rule file or directory and, if it is

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "weir/algo.h"
+#include "weir/calendar.h"
 #include "weir/context.h"
 #include "weir/export.h"
 #include "weir/status.h"
@@ -146,6 +147,15 @@ typedef struct weir_rule_limit {
      *  decides from (`sync_interval:`, 100 ms by default); 0 for `sync:
      *  global` (the default: every decision asks the store). */
     int64_t sync_interval_us;
+    /** Since 0.2. `calendar:` (a billing quota): the window is the
+     *  calendar day, month or year holding the request in @tz (UTC when
+     *  NULL), reset at its local midnight; `unit` is then the period's
+     *  envoy unit (DAY, MONTH, YEAR) and `window_us` its nominal length.
+     *  WEIR_CALENDAR_NONE for every other limit. */
+    weir_calendar calendar;
+    /** `time_zone:` as written (NULL: UTC), and the zone loaded. */
+    const char *time_zone;
+    const struct weir_tz *tz;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

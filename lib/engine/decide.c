@@ -20,6 +20,7 @@
 #include "engine/keys.h"
 #include "engine/match.h"
 #include "engine/ruleset.h"
+#include "engine/tenants.h"
 #include "rules/loader.h"
 #include "store/store.h"
 #include "weir/engine.h"
@@ -77,6 +78,10 @@ struct decision {
      * own (plan_orphan()), by descriptor; made on first use and kept with
      * the decision's memory. */
     weir_rule_limit *orphans;
+    /* The limits tenant overrides put in force, by pending index; made on
+     * first use and kept with the decision's memory. */
+    weir_rule_limit *tlimits;
+    limit_plan *tplans;
     /* A store shared between processes: stable keys, limit i's at
      * kbuf + koff[i], kept with the decision's memory for the next one. */
     char *kbuf;
@@ -92,6 +97,8 @@ void weir__decision_destroy(weir_ctx *ctx, decision *dc)
         return;
     weir__free(ctx, dc->kbuf);
     weir__free(ctx, dc->orphans);
+    weir__free(ctx, dc->tlimits);
+    weir__free(ctx, dc->tplans);
     weir__free(ctx, dc);
 }
 
@@ -103,6 +110,8 @@ static decision *decision_alloc(weir_ctx *ctx)
         dc->kbuf = NULL;
         dc->kcap = 0;
         dc->orphans = NULL;
+        dc->tlimits = NULL;
+        dc->tplans = NULL;
     }
     return dc;
 }
@@ -759,6 +768,122 @@ static weir_status plan_orphan(decision *dc, weir_engine_reader *rd, const weir_
     return plan_limit(dc, rd, req, pc, l, &lp);
 }
 
+/* The limit an override puts in force: the one it replaced (its name,
+ * path, failure mode, sync), or the override alone, with the override's
+ * requests and window; under the replaced limit's algorithm when the
+ * override names none. @lp receives its plan. NULL when out of memory or
+ * the limit does not compile. */
+static const weir_rule_limit *override_limit(decision *dc, weir_engine_reader *rd,
+                                             const tenant_pick *pk, const weir_rules_domain *dom,
+                                             const limit_plan **lp)
+{
+    weir_ctx *ctx = dc->engine->ctx;
+    if (!dc->tlimits &&
+        !(dc->tlimits = weir__calloc(ctx, WEIR_ENGINE_MAX_LIMITS, sizeof(*dc->tlimits))))
+        return NULL;
+    if (!dc->tplans &&
+        !(dc->tplans = weir__calloc(ctx, WEIR_ENGINE_MAX_LIMITS, sizeof(*dc->tplans))))
+        return NULL;
+    const tenant_limit *o = pk->over;
+    weir_rule_limit *l = &dc->tlimits[dc->n_pending];
+    *l = pk->under ? *pk->under : o->rl;
+    l->domain = weir_rules_domain_name(dom);
+    if (!pk->under)
+        l->path = o->rl.path;
+    l->levels = NULL;
+    l->n_levels = 0;
+    l->requests_per_unit = o->rl.requests_per_unit;
+    l->unit = o->rl.unit;
+    l->window_us = o->rl.window_us;
+    l->calendar = o->rl.calendar;
+    l->time_zone = o->rl.time_zone;
+    l->tz = o->rl.tz;
+    l->burst = 0;
+    l->sub_windows = 0;
+    l->unlimited = false;
+    l->algorithm = o->algorithm ? o->algorithm
+                   : pk->under && !pk->under->unlimited &&
+                           pk->under->algorithm != WEIR_ALGO_CONCURRENCY &&
+                           pk->under->algorithm != WEIR_ALGO_LEAKY_SHAPER
+                       ? pk->under->algorithm
+                       : WEIR_ALGO_FIXED_WINDOW;
+    *lp = &o->plan;
+    if (l->algorithm == o->rl.algorithm) {
+        l->compiled = o->rl.compiled;
+        return l;
+    }
+    weir_limit_spec spec = {
+        .algorithm = l->algorithm, .limit = l->requests_per_unit, .window_us = l->window_us};
+    if (compile_override(rd, &spec, &l->compiled) != WEIR_OK)
+        return NULL;
+    /* another algorithm's state: a counter of its own */
+    limit_plan *np = &dc->tplans[dc->n_pending];
+    *np = o->plan;
+    np->id.lo ^= (uint64_t)l->algorithm * 0x9e3779b97f4a7c15ull;
+    counter_digest(&np->id, sizeof(np->id), dc->engine->secret, np->digest);
+    *lp = np;
+    return l;
+}
+
+/* A descriptor that carries a tenant's key (entry @t): its limits come
+ * from the tenant's overrides, its tier and the rule file, scope by scope
+ * (weir/tenants.h). */
+static weir_status plan_tenant(decision *dc, weir_engine_reader *rd, const weir_request *req,
+                               plan_ctx *pc, size_t t)
+{
+    const weir_descriptor *desc = pc->desc;
+    const weir__match_result *m = pc->m;
+    tenant_pick picks[WEIR_ENGINE_MAX_LIMITS];
+    weir__match_result tm;
+    const weir_rule *trule;
+    size_t np = weir__tenant_resolve(dc->rs, m->domain, m->rule, (const weir__entry *)desc->entries,
+                                     desc->n_entries, t, dc->now_us, &tm, &trule, picks,
+                                     WEIR_ENGINE_MAX_LIMITS);
+    const weir_rule *flags_of = m->rule ? m->rule : trule;
+    uint32_t flags = flags_of ? flags_of->flags : 0;
+    pc->shadow = (flags & WEIR_RULE_SHADOW_MODE) != 0;
+    pc->quota = (flags & WEIR_RULE_QUOTA_MODE) != 0;
+    dc->quota_desc |= (uint64_t)pc->quota << pc->d;
+    /* a tier's counters are named by the entries from the tenant's on */
+    weir_descriptor sub = *desc;
+    sub.entries = desc->entries + t;
+    sub.n_entries = desc->n_entries - t;
+    plan_ctx tier_pc = *pc;
+    tier_pc.desc = &sub;
+    tier_pc.m = &tm;
+    tier_pc.value_level = trule ? single_value_level(&tm) : -1;
+    static const weir__match_result no_levels = {0};
+    plan_ctx over_pc = *pc;
+    over_pc.m = &no_levels;
+    over_pc.value_level = -1;
+    size_t limited = 0;
+    for (size_t i = 0; i < np; i++) {
+        const tenant_pick *pk = &picks[i];
+        weir_status st;
+        if (pk->layer == LAYER_OVERRIDE) {
+            const limit_plan *lp;
+            const weir_rule_limit *l = override_limit(dc, rd, pk, m->domain, &lp);
+            if (!l)
+                return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
+            st = plan_limit(dc, rd, req, &over_pc, l, lp);
+        } else if (pk->limit->unlimited) {
+            continue;
+        } else {
+            st =
+                plan_limit(dc, rd, req, pk->layer == LAYER_TIER ? &tier_pc : pc, pk->limit, pk->lp);
+        }
+        if (st != WEIR_OK)
+            return st;
+        limited++;
+    }
+    set_unmatched(&dc->st[pc->d]); /* written after the limits' buckets were asked for */
+    if (limited == 0 && np > 0) {
+        dc->st[pc->d].unlimited = true;
+        dc->st[pc->d].remaining = WEIR_ENGINE_UNLIMITED_REMAINING;
+    }
+    return WEIR_OK;
+}
+
 /* Match every descriptor and list the limits to charge. */
 static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request *req,
                         bool *domain_found)
@@ -786,6 +911,18 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
         const weir_rule *rule = m.rule;
         uint64_t hits = desc->has_hits ? desc->hits : req_hits;
         weir_op_kind kind = desc->has_hits && desc->hits == 0 ? WEIR_OP_CHECK : WEIR_OP_TAKE;
+        /* a request's own override of the limit leaves tenants aside */
+        const char *tkey = m.domain->tenants.key;
+        int t = tkey && !desc->limit
+                    ? weir__tenant_entry((const weir__entry *)desc->entries, desc->n_entries, tkey)
+                    : -1;
+        if (t >= 0) {
+            plan_ctx pc = {d,     desc,  &m,   rule ? single_value_level(&m) : -1,
+                           false, false, hits, kind};
+            if ((st = plan_tenant(dc, rd, req, &pc, (size_t)t)) != WEIR_OK)
+                return st;
+            continue;
+        }
         if (!rule) {
             plan_ctx pc = {d, desc, &m, -1, false, false, hits, kind};
             if (desc->limit && (st = plan_orphan(dc, rd, req, m.domain, &pc)) != WEIR_OK)
@@ -893,6 +1030,7 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
 {
     weir_status st;
     bool domain_found;
+    dc->now_us = now_us; /* tenant records and calendar periods read it */
     st = plan(dc, reader, req, &domain_found);
     if (st != WEIR_OK) {
         decision_free(dc);
@@ -938,7 +1076,6 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         return WEIR_OK;
     }
     atomic_init(&dc->outstanding, batches);
-    dc->now_us = now_us;
     weir_op *rest = dc->ops + n_atomic;
     if (n_atomic > 0)
         submit(dc, dc->ops, n_atomic, WEIR_BATCH_ATOMIC, atomic_done);

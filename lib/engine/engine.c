@@ -14,6 +14,7 @@
 #include "core/snapshot.h"
 #include "engine/engine_internal.h"
 #include "engine/ruleset.h"
+#include "engine/tenants.h"
 #include "store/store.h"
 #include "weir/engine.h"
 
@@ -53,6 +54,8 @@ weir_status weir_engine_new(weir_ctx *ctx, const weir_engine_options *opts, weir
         weir__free(ctx, e);
         return st;
     }
+    pthread_mutex_init(&e->write_lock, NULL);
+    e->current = rs;
     e->ctx = ctx;
     e->store = opts->store;
     e->inline_store = weir__store_is_inline(opts->store);
@@ -73,6 +76,7 @@ void weir_engine_free(weir_engine *engine)
     if (!engine)
         return;
     weir__snap_free(engine->snap);
+    pthread_mutex_destroy(&engine->write_lock);
     weir__free(engine->ctx, engine);
 }
 
@@ -84,20 +88,50 @@ weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
     weir_status st = weir__ruleset_new(engine->ctx, rules, engine->secret, &rs);
     if (st != WEIR_OK)
         return st;
-    /* the swap is serialised; read the old rules for the report first */
-    weir__snap_reader *r;
-    if (weir__snap_reader_new(engine->snap, &r) == WEIR_OK) {
-        const ruleset *old = weir__snap_enter(r);
-        weir__ruleset_report_reload(engine->ctx, old, rs);
-        weir__snap_exit(r);
-        weir__snap_reader_free(r);
-    }
+    pthread_mutex_lock(&engine->write_lock);
+    weir__ruleset_report_reload(engine->ctx, engine->current, rs);
+    rs->tenants = engine->current->tenants; /* the table in force stays */
+    weir__tenants_hold(rs->tenants);
     st = weir__snap_swap(engine->snap, rs);
+    if (st == WEIR_OK)
+        engine->current = rs;
+    pthread_mutex_unlock(&engine->write_lock);
     if (st != WEIR_OK) {
         rs->rules = NULL;
         weir__ruleset_release(rs);
     }
     return st;
+}
+
+weir_status weir_engine_set_tenants(weir_engine *engine, weir_tenants *tenants)
+{
+    if (!engine || (tenants && tenants->sealed))
+        return WEIR_EINVAL;
+    if (tenants)
+        weir__tenants_seal(tenants, engine->secret);
+    pthread_mutex_lock(&engine->write_lock);
+    ruleset *rs;
+    weir_status st = weir__ruleset_with_tenants(engine->current, tenants, &rs);
+    if (st == WEIR_OK && (st = weir__snap_swap(engine->snap, rs)) != WEIR_OK)
+        weir__ruleset_release(rs); /* drops the reference it took */
+    if (st == WEIR_OK) {
+        engine->current = rs;
+        weir__tenants_release(tenants); /* the ruleset holds it now */
+    } else if (tenants) {
+        tenants->sealed = false; /* still the caller's */
+    }
+    pthread_mutex_unlock(&engine->write_lock);
+    return st;
+}
+
+size_t weir_engine_tenant_count(weir_engine *engine)
+{
+    if (!engine)
+        return 0;
+    pthread_mutex_lock(&engine->write_lock);
+    size_t n = weir_tenants_count(engine->current->tenants);
+    pthread_mutex_unlock(&engine->write_lock);
+    return n;
 }
 
 weir_status weir_engine_reload_path(weir_engine *engine, const char *path,

@@ -5,6 +5,7 @@
 #ifndef WEIR_ENGINE_INTERNAL_H
 #define WEIR_ENGINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -28,6 +29,10 @@ struct weir_engine {
     void (*prefetch)(weir_store *s, const void *key);
     weir_status (*run_planned)(weir_store *s, weir_op *ops, size_t n, int64_t now_us);
     weir__snap *snap;
+    /* Reloads and tenant tables are serialised by this lock; under it,
+     * `current` is the ruleset the snapshot holds. */
+    pthread_mutex_t write_lock;
+    ruleset *current;
     /* Store keys are 128-bit digests of the counter keys under this
      * random secret: 16 bytes fit inside a memory-store entry, so a
      * decision costs no key allocation and one cache miss per limit. */

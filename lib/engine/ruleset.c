@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "core/context.h"
+#include "engine/tenants.h"
 #include "rules/loader.h"
 
 static ident identity(const char *domain, const unsigned char *path, size_t path_len,
@@ -28,7 +29,7 @@ static ident identity(const char *domain, const unsigned char *path, size_t path
 }
 
 /* Path bytes for the deepest tree the loader accepts. */
-#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES))
+#define PATH_CAP (WEIR_RULES_MAX_DEPTH * (10u + 2u * WEIR_RULES_MAX_STRING_BYTES) + 128u)
 
 static void put_len(unsigned char *p, uint32_t v)
 {
@@ -99,6 +100,18 @@ static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const uns
         const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
         for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
             collect(&b, weir_rules_domain_name(dom), weir_rules_domain_rule(dom, i), 0, true);
+        /* a tier's limits are named apart from the file's by a first
+         * path element no descriptor level can spell (a zero key length
+         * with a value flag of 2) and the tier's name */
+        for (size_t i = 0; i < dom->tenants.n_tiers; i++) {
+            const char *name = dom->tenants.tiers[i].name;
+            size_t nl = strlen(name);
+            put_len(path, 0);
+            path[4] = 2;
+            put_len(path + 5, (uint32_t)nl);
+            memcpy(path + 9, name, nl);
+            collect(&b, weir_rules_domain_name(dom), dom->tenants.tiers[i].root, 9 + nl, false);
+        }
     }
     weir__free(ctx, path);
     return WEIR_OK;
@@ -135,11 +148,35 @@ static ident *sorted_ids(weir_ctx *ctx, const plans *pl)
 void weir__ruleset_release(ruleset *rs)
 {
     if (rs && atomic_fetch_sub(&rs->refs, 1) == 1) {
-        weir__match_index_free(rs->idx);
-        plans_free(rs->ctx, &rs->plans);
-        weir_rules_free(rs->rules);
+        if (rs->owner) {
+            weir__ruleset_release(rs->owner);
+        } else {
+            weir__match_index_free(rs->idx);
+            plans_free(rs->ctx, &rs->plans);
+            weir_rules_free(rs->rules);
+        }
+        weir__tenants_release(rs->tenants);
         weir__free(rs->ctx, rs);
     }
+}
+
+weir_status weir__ruleset_with_tenants(ruleset *base, struct weir_tenants *tenants, ruleset **out)
+{
+    ruleset *rs = weir__calloc(base->ctx, 1, sizeof(*rs));
+    if (!rs)
+        return WEIR_ENOMEM;
+    ruleset *owner = base->owner ? base->owner : base;
+    atomic_fetch_add(&owner->refs, 1);
+    weir__tenants_hold(tenants);
+    rs->ctx = base->ctx;
+    rs->rules = base->rules;
+    rs->idx = base->idx;
+    rs->plans = base->plans;
+    rs->owner = owner;
+    rs->tenants = tenants;
+    atomic_init(&rs->refs, 1);
+    *out = rs;
+    return WEIR_OK;
 }
 
 void weir__ruleset_snap_destroy(void *ud, void *obj)

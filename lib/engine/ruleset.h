@@ -78,12 +78,21 @@ typedef struct ruleset {
     weir_rules *rules;
     weir__match_index *idx;
     plans plans;
+    /* the tenant table in force (a reference), or NULL */
+    struct weir_tenants *tenants;
+    /* A ruleset made for a new tenant table shares the rules, index and
+     * plans of the one it followed, holding a reference on their owner;
+     * NULL: they are this ruleset's own. */
+    struct ruleset *owner;
 } ruleset;
 
 /* Rules (taken over on success) compiled into a ruleset with one
  * reference, its plans derived under @secret (SECRET_BYTES). */
 weir_status weir__ruleset_new(weir_ctx *ctx, weir_rules *rules, const unsigned char *secret,
                               ruleset **out);
+/* A ruleset with @base's rules and @tenants (a reference is taken; may be
+ * NULL), with one reference. */
+weir_status weir__ruleset_with_tenants(ruleset *base, struct weir_tenants *tenants, ruleset **out);
 /* Drop a reference; the last frees the ruleset. NULL is a no-op. */
 void weir__ruleset_release(ruleset *rs);
 /* The snapshot's destructor of a ruleset it replaced. */

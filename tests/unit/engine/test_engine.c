@@ -21,112 +21,11 @@
 #include <cmocka.h>
 
 #include "deferred_store.h"
+#include "engine_world.h"
 #include "rules_support.h"
 #include "weir/weir.h"
 
 #define S 1000000LL
-
-typedef struct world {
-    weir_ctx *ctx;
-    weir_store *store;
-    weir_engine *engine;
-    weir_engine_reader *reader;
-} world;
-
-/* The store the tests of the running group decide on. */
-static bool deferred;
-static weir_deferred_options deferred_opts = {.order = WEIR_DEFERRED_REVERSE};
-
-static int use_memory(void **unused)
-{
-    (void)unused;
-    deferred = false;
-    return 0;
-}
-
-static int use_deferred(void **unused)
-{
-    (void)unused;
-    deferred = true;
-    return 0;
-}
-
-static void open_world(world *w, const char *yaml)
-{
-    assert_int_equal(weir_ctx_new(NULL, &w->ctx), WEIR_OK);
-    assert_int_equal(weir_memstore_new(w->ctx, NULL, &w->store), WEIR_OK);
-    if (deferred) {
-        weir_store *mem = w->store;
-        assert_int_equal(weir_deferred_store_new(w->ctx, mem, &deferred_opts, &w->store), WEIR_OK);
-        assert_int_equal(weir_store_caps(w->store),
-                         deferred_opts.shared_keys ? WEIR_STORE_SHARED_KEYS : 0u);
-    } else {
-        assert_int_equal(weir_store_caps(w->store), WEIR_STORE_INLINE);
-    }
-    weir_engine_options o = {.size = sizeof(o), .store = w->store};
-    assert_int_equal(weir_engine_new(w->ctx, &o, test_rules_parse(w->ctx, yaml), &w->engine),
-                     WEIR_OK);
-    assert_int_equal(weir_engine_reader_new(w->engine, &w->reader), WEIR_OK);
-}
-
-/* Completes what the deferred store holds (nothing to do inline). */
-static void settle(world *w)
-{
-    if (deferred)
-        while (weir_deferred_store_drain(w->store) > 0)
-            ;
-}
-
-static void close_world(world *w)
-{
-    if (deferred)
-        assert_int_equal(weir_deferred_store_pending(w->store), 0);
-    weir_engine_reader_free(w->reader);
-    weir_engine_free(w->engine);
-    weir_store_free(w->store);
-    weir_ctx_free(w->ctx);
-}
-
-typedef struct outcome {
-    int calls;
-    weir_code overall;
-    /* the first descriptor's limit outcomes, copied while they are valid */
-    weir_limit_outcome first[8];
-    size_t n_first;
-} outcome;
-
-static void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t n)
-{
-    outcome *o = arg;
-    o->calls++;
-    o->overall = overall;
-    o->n_first = n ? st[0].n_outcomes : 0;
-    for (size_t i = 0; i < o->n_first && i < 8; i++)
-        o->first[i] = st[0].outcomes[i];
-}
-
-#define E(k, v)                            \
-    {                                      \
-        k, sizeof(k) - 1, v, sizeof(v) - 1 \
-    }
-
-/* Decide a request of descriptors; returns the overall code. */
-static weir_code decide(world *w, const char *domain, const weir_descriptor *d, size_t n,
-                        uint64_t hits, int64_t now, weir_descriptor_status *st)
-{
-    weir_request req = {domain, strlen(domain), d, n, hits};
-    outcome o = {0};
-    assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_decided, &o), WEIR_OK);
-    /* the memory store completes inline; the deferred store when drained,
-     * unless no limit went to the store (nothing matched) */
-    if (deferred)
-        assert_int_equal(o.calls == 0, weir_deferred_store_pending(w->store) > 0);
-    else
-        assert_int_equal(o.calls, 1);
-    settle(w);
-    assert_int_equal(o.calls, 1);
-    return o.overall;
-}
 
 static const char *two_limits = "domain: api\n"
                                 "descriptors:\n"
@@ -670,7 +569,7 @@ static void decide_inside_a_callback(void **unused)
     /* inline, the callback runs inside the outer decision, whose rules
      * (10 per minute) are in force for it; from the loop, the callback
      * comes after the reload and the inner decision has the new rules */
-    assert_int_equal(x.inner_remaining, deferred ? 3 : 9);
+    assert_int_equal(x.inner_remaining, world_deferred ? 3 : 9);
     assert_int_equal(x.outer_rpu_after, 10);
     /* afterwards the new rules are in force: a changed limit starts fresh */
     assert_int_equal(decide(&w, "api", d, 1, 0, 0, st), WEIR_CODE_OK);
@@ -844,11 +743,11 @@ static void on_refused_outer(void *arg, weir_code overall, weir_descriptor_statu
 static void refused_batch_completes_at_once(void **unused)
 {
     (void)unused;
-    weir_deferred_options saved = deferred_opts;
-    deferred_opts.refuse_every = 2; /* the outer batch is refused, the inner one is not */
-    deferred_opts.fail_status = WEIR_EUNAVAIL;
-    bool was = deferred;
-    deferred = true;
+    weir_deferred_options saved = world_deferred_opts;
+    world_deferred_opts.refuse_every = 2; /* the outer batch is refused, the inner one is not */
+    world_deferred_opts.fail_status = WEIR_EUNAVAIL;
+    bool was = world_deferred;
+    world_deferred = true;
     world w;
     open_world(&w, two_limits);
     refused r = {&w, 0, 0, true};
@@ -864,8 +763,8 @@ static void refused_batch_completes_at_once(void **unused)
     assert_int_equal(r.inner, WEIR_CODE_OK);
     assert_false(r.inner_failed);
     close_world(&w);
-    deferred = was;
-    deferred_opts = saved;
+    world_deferred = was;
+    world_deferred_opts = saved;
 }
 
 /* A batch the store fails (or times out) completes with the error: the
@@ -873,11 +772,11 @@ static void refused_batch_completes_at_once(void **unused)
 static void failed_batches_follow_failure_mode(void **unused)
 {
     (void)unused;
-    weir_deferred_options saved = deferred_opts;
-    deferred_opts.fail_every = 2;
-    deferred_opts.timeout_every = 3;
-    bool was = deferred;
-    deferred = true;
+    weir_deferred_options saved = world_deferred_opts;
+    world_deferred_opts.fail_every = 2;
+    world_deferred_opts.timeout_every = 3;
+    bool was = world_deferred;
+    world_deferred = true;
     world w;
     open_world(&w, "domain: api\n"
                    "descriptors:\n"
@@ -900,8 +799,8 @@ static void failed_batches_follow_failure_mode(void **unused)
     assert_false(st[0].failure_mode);
     assert_int_equal(st[0].remaining, 8); /* the failed ones charged nothing */
     close_world(&w);
-    deferred = was;
-    deferred_opts = saved;
+    world_deferred = was;
+    world_deferred_opts = saved;
 }
 
 /* failure_mode local: while every batch fails, limits with it are decided
@@ -922,13 +821,13 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
                                "  - key: app\n"
                                "    rate_limit: {unit: hour, requests_per_unit: 10, "
                                "failure_mode: deny}\n";
-    weir_deferred_options saved = deferred_opts;
-    deferred_opts.fail_every = 1;
-    bool was = deferred;
-    deferred = true;
+    weir_deferred_options saved = world_deferred_opts;
+    world_deferred_opts.fail_every = 1;
+    bool was = world_deferred;
+    world_deferred = true;
     /* the whole batch failed, then each op of it (a cluster's node down) */
     for (int per_op = 0; per_op < 2; per_op++) {
-        deferred_opts.fail_ops = per_op == 1;
+        world_deferred_opts.fail_ops = per_op == 1;
         world w;
         open_world(&w, rules);
         weir_store *fallback;
@@ -978,7 +877,7 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
         w.engine = NULL;
         close_world(&w);
     }
-    deferred_opts.fail_ops = false;
+    world_deferred_opts.fail_ops = false;
     world w;
     weir_entry user[] = {E("user", "u")};
     weir_descriptor du = {user, 1, false, 0, NULL};
@@ -999,8 +898,8 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
     assert_int_equal(weir_engine_new(w.ctx, &bad, kept, &e), WEIR_EINVAL);
     weir_rules_free(kept);
     close_world(&w);
-    deferred = was;
-    deferred_opts = saved;
+    world_deferred = was;
+    world_deferred_opts = saved;
 }
 
 /* Two engines, as two processes (each with its own secret), on one store
@@ -1008,10 +907,10 @@ static void local_failure_mode_decides_on_the_fallback(void **unused)
 static void two_instances_share_counters(void **unused)
 {
     (void)unused;
-    weir_deferred_options saved = deferred_opts;
-    bool was = deferred;
-    deferred = true;
-    deferred_opts.shared_keys = true;
+    weir_deferred_options saved = world_deferred_opts;
+    bool was = world_deferred;
+    world_deferred = true;
+    world_deferred_opts.shared_keys = true;
     world a;
     open_world(&a, two_limits);
     assert_int_equal(weir_store_caps(a.store), WEIR_STORE_SHARED_KEYS);
@@ -1034,8 +933,8 @@ static void two_instances_share_counters(void **unused)
     weir_engine_reader_free(r2);
     weir_engine_free(e2);
     close_world(&a);
-    deferred = was;
-    deferred_opts = saved;
+    world_deferred = was;
+    world_deferred_opts = saved;
 }
 
 int main(void)
@@ -1064,15 +963,18 @@ int main(void)
         cmocka_unit_test(failed_batches_follow_failure_mode),
         cmocka_unit_test(two_instances_share_counters),
     };
-    int failed = cmocka_run_group_tests_name("memory store", tests, use_memory, NULL);
-    deferred_opts.order = WEIR_DEFERRED_REVERSE;
-    failed += cmocka_run_group_tests_name("deferred store, reversed", tests, use_deferred, NULL);
-    deferred_opts.order = WEIR_DEFERRED_INTERLEAVE;
-    failed += cmocka_run_group_tests_name("deferred store, interleaved", tests, use_deferred, NULL);
-    deferred_opts.order = WEIR_DEFERRED_FIFO;
-    deferred_opts.shared_keys = true;
-    failed += cmocka_run_group_tests_name("deferred store, stable keys", tests, use_deferred, NULL);
-    deferred_opts.shared_keys = false;
+    int failed = cmocka_run_group_tests_name("memory store", tests, world_use_memory, NULL);
+    world_deferred_opts.order = WEIR_DEFERRED_REVERSE;
+    failed +=
+        cmocka_run_group_tests_name("deferred store, reversed", tests, world_use_deferred, NULL);
+    world_deferred_opts.order = WEIR_DEFERRED_INTERLEAVE;
+    failed +=
+        cmocka_run_group_tests_name("deferred store, interleaved", tests, world_use_deferred, NULL);
+    world_deferred_opts.order = WEIR_DEFERRED_FIFO;
+    world_deferred_opts.shared_keys = true;
+    failed +=
+        cmocka_run_group_tests_name("deferred store, stable keys", tests, world_use_deferred, NULL);
+    world_deferred_opts.shared_keys = false;
     failed += cmocka_run_group_tests_name("deferred store, failures", deferred_only, NULL, NULL);
     return failed;
 }

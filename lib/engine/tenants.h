@@ -1,0 +1,99 @@
+/*
+ * tenants.h - the tenant table as the engine holds it (private to
+ * lib/engine): records found by key in one hash probe, each with its
+ * overrides compiled, and what resolves a descriptor's limits across the
+ * three layers (override, tier, rule file; weir/tenants.h).
+ *
+ * Invariant: a table is immutable once sealed (weir__tenants_seal()), so
+ * any number of threads read it without locking; it is refcounted, and a
+ * ruleset in force holds a reference.
+ */
+#ifndef WEIR_ENGINE_TENANTS_H
+#define WEIR_ENGINE_TENANTS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/match.h"
+#include "engine/ruleset.h"
+#include "weir/tenants.h"
+
+/* One override as compiled. */
+typedef struct tenant_limit {
+    bool is_default;           /* scope "default" */
+    const char *skey, *svalue; /* "key:value" scope, NUL-terminated */
+    uint32_t skey_len, svalue_len;
+    weir_algorithm algorithm; /* as given; 0 = the replaced limit's */
+    weir_rule_limit rl;       /* compiled under algorithm or fixed_window */
+    limit_plan plan;          /* its counter's identity and digest (seal) */
+} tenant_limit;
+
+typedef struct tenant_rec {
+    const char *key;
+    uint32_t key_len;
+    uint64_t hash;
+    const char *tier; /* NULL: the domain's default */
+    int64_t effective_at_us, expires_at_us;
+    uint32_t first, n; /* its limits: table->limits[first .. first + n) */
+} tenant_rec;
+
+struct weir_tenants {
+    weir_ctx *ctx;
+    _Atomic int refs;
+    bool sealed;
+    tenant_rec *recs;
+    size_t n_recs, cap_recs;
+    tenant_limit *limits;
+    size_t n_limits, cap_limits;
+    uint32_t *slots; /* index + 1 into recs; 0 = empty; a power of 2 */
+    size_t mask;
+    struct tenant_chunk *chunks; /* strings */
+    size_t chunk_left;
+    char *chunk_at;
+};
+
+/* Derive every override's counter digest under the engine's @secret; the
+ * table is immutable from now on. */
+void weir__tenants_seal(weir_tenants *t, const unsigned char *secret);
+/* Take and drop a reference (the last drop frees). NULL is a no-op. */
+void weir__tenants_hold(weir_tenants *t);
+void weir__tenants_release(weir_tenants *t);
+
+/* The record of key @key (@len bytes), or NULL. */
+const tenant_rec *weir__tenants_find(const weir_tenants *t, const char *key, size_t len);
+
+/* ---- resolution */
+
+/* Where a descriptor's limit comes from. */
+typedef enum tenant_layer { LAYER_FILE = 0, LAYER_TIER = 1, LAYER_OVERRIDE = 2 } tenant_layer;
+
+/* One limit a tenant descriptor is decided by. */
+typedef struct tenant_pick {
+    tenant_layer layer;
+    const weir_rule_limit *limit; /* the file's, the tier's, or NULL (override) */
+    const limit_plan *lp;         /* its plan (NULL for an override) */
+    const tenant_limit *over;     /* the override, or NULL */
+    const weir_rule_limit *under; /* what an override replaced, or NULL */
+} tenant_pick;
+
+/* The index of the descriptor's tenant entry (the first whose key is
+ * @tkey), or -1. */
+int weir__tenant_entry(const weir__entry *entries, size_t n, const char *tkey);
+
+/**
+ * weir__tenant_resolve() - the limits of a descriptor whose entry @t is
+ * its tenant's key, in domain @dom: the rule file's (@file_rule, matched
+ * by the whole descriptor; may be NULL), replaced window by window by the
+ * tier's (matched by entries @t .. @n into @tier_m), replaced by the
+ * tenant's overrides in force at @now_us. @tier_rule receives the tier
+ * node matched, or NULL. Returns how many picks were written to @out (at
+ * most @cap; more are dropped).
+ */
+size_t weir__tenant_resolve(const ruleset *rs, const weir_rules_domain *dom,
+                            const weir_rule *file_rule, const weir__entry *entries, size_t n,
+                            size_t t, int64_t now_us, weir__match_result *tier_m,
+                            const weir_rule **tier_rule, tenant_pick *out, size_t cap);
+
+#endif /* WEIR_ENGINE_TENANTS_H */

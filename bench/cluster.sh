@@ -167,7 +167,7 @@ start_weir() {
     h=$(free_port)
     seeds=$(for p in $(eval echo "\$ports_$cluster"); do printf '127.0.0.1:%s,' "$p"; done)
     "$@" "$WEIR" serve --rules "$tmp/rules/rules.yaml" --http "127.0.0.1:$h" --grpc "127.0.0.1:$g" \
-        --resp '' --threads 1 --store "redis+cluster://${seeds%,}" --redis-timeout 1s \
+        --resp '' --admin '' --threads 1 --store "redis+cluster://${seeds%,}" --redis-timeout 1s \
         --redis-batch-window "$window" --log-level error >/dev/null &
     pid=$!
     pids+=("$pid")

@@ -29,7 +29,7 @@ printf 'domain: test\ndescriptors:\n  - key: k\n    rate_limit: {unit: hour, req
 hport=$(free_port)
 gport=$(free_port)
 "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$hport" --grpc "127.0.0.1:$gport" \
-    --resp '' --idle-timeout 600s ${WEIR_FLAGS:-} 2> "$tmp/log" > /dev/null &
+    --resp '' --admin '' --idle-timeout 600s ${WEIR_FLAGS:-} 2> "$tmp/log" > /dev/null &
 wpid=$!
 pids+=("$wpid")
 wait_port "$hport"

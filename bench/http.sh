@@ -109,7 +109,7 @@ echo "# bench/http.sh  $(date -u +%Y-%m-%dT%H:%MZ)  $(nproc) cores  $(uname -r)"
 echo "# wrk -t2 -c$CONNS -d${DURATION}s; weir $("$WEIR" version | cut -d' ' -f2); $("$NGINX" -v 2>&1)"
 for w in $WORKERS; do
     wport=$(free_port)
-    "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$wport" --grpc '' --resp '' \
+    "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$wport" --grpc '' --resp '' --admin '' \
         --threads "$w" --log-level warn --headers ietf,legacy,retry-after >/dev/null &
     pids+=($!)
     wait_port "$wport"
@@ -159,7 +159,7 @@ if [ "$PINNED" = "1" ] && [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null;
     echo "## pinned: server on CPU 1 (1 worker), wrk -t1 on CPU 0"
     wport=$(free_port)
     taskset -c 1 "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$wport" --grpc '' \
-        --resp '' --threads 1 --log-level warn --headers ietf,legacy,retry-after >/dev/null &
+        --resp '' --admin '' --threads 1 --log-level warn --headers ietf,legacy,retry-after >/dev/null &
     pids+=($!)
     wait_port "$wport"
     nport=$(free_port)

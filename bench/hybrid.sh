@@ -68,7 +68,7 @@ serve() {
     shift 3
     g=$(free_port)
     h=$(free_port)
-    "$WEIR" serve --rules "$rules" --http "127.0.0.1:$h" --grpc "127.0.0.1:$g" --resp '' \
+    "$WEIR" serve --rules "$rules" --http "127.0.0.1:$h" --grpc "127.0.0.1:$g" --resp '' --admin '' \
         --threads 1 --store "$store" --redis-timeout 1s --log-level error "$@" >/dev/null &
     pids+=("$!")
     printf -v "pid_$name" %s "$!"

@@ -55,7 +55,7 @@ start() {
     hport=$(free_port)
     gport=$(free_port)
     "$1" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$hport" --grpc "127.0.0.1:$gport" \
-        --resp '' --threads "$THREADS" --store "$2" --log-level warn >/dev/null &
+        --resp '' --admin '' --threads "$THREADS" --store "$2" --log-level warn >/dev/null &
     pid=$!
     wait_port "$hport"
     wait_port "$gport"

@@ -124,7 +124,7 @@ descriptors:
     rate_limit: {unit: minute, requests_per_unit: 60000, algorithm: fixed_window}
 YAML
 gport=$(free_port)
-"$WEIR" serve --rules "$tmp/rules.yaml" --http '' --grpc "127.0.0.1:$gport" --resp '' \
+"$WEIR" serve --rules "$tmp/rules.yaml" --http '' --grpc "127.0.0.1:$gport" --resp '' --admin '' \
     --threads 1 --store "redis://127.0.0.1:$rport" --redis-timeout 1s --log-level error \
     >/dev/null &
 pids+=($!)

@@ -66,7 +66,7 @@ start_weir() {
     gport=$(free_port)
     hport=$(free_port)
     "$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$hport" --grpc "127.0.0.1:$gport" \
-        --resp '' --threads 1 --store "redis://127.0.0.1:$rport" --redis-timeout "$1" \
+        --resp '' --admin '' --threads 1 --store "redis://127.0.0.1:$rport" --redis-timeout "$1" \
         --redis-batch-window "${2:-0ms}" --redis-over-limit-cache "${3:-4096}" \
         --log-level error >/dev/null &
     wpid=$!

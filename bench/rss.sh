@@ -25,7 +25,7 @@ bench_tmp
 printf 'domain: api\ndescriptors:\n  - key: k\n    rate_limit: {unit: second, requests_per_unit: 1000}\n' \
     > "$tmp/rules.yaml"
 port=$(free_port)
-"$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$port" --grpc '' --resp '' \
+"$WEIR" serve --rules "$tmp/rules.yaml" --http "127.0.0.1:$port" --grpc '' --resp '' --admin '' \
     --max-connections $((CONNS + 100)) --idle-timeout 600s --log-level debug 2> "$tmp/log" > /dev/null &
 wpid=$!
 pids+=("$wpid")

@@ -23,6 +23,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "admin/admin.h"
+#include "admin/tokens.h"
 #include "grpc/grpc.h"
 #include "http/http.h"
 #include "http/routes.h"
@@ -46,6 +48,7 @@ static const protocol_row protocols[] = {
     {&http_proto, offsetof(serve_options, http)},
     {&grpc_proto, offsetof(serve_options, grpc)},
     {&resp_proto, offsetof(serve_options, resp)},
+    {&admin_proto, offsetof(serve_options, admin)},
 };
 #define N_PROTOCOLS (sizeof(protocols) / sizeof(protocols[0]))
 _Static_assert(N_PROTOCOLS <= SERVER_MAX_LISTENERS, "a listener slot for every protocol");
@@ -77,7 +80,7 @@ typedef struct main_loop {
 
 static void wake_all(server *s)
 {
-    for (unsigned i = 0; i < s->n_workers; i++)
+    for (unsigned i = 0; i < s->n_threads; i++)
         worker_wake(&s->workers[i]);
 }
 
@@ -96,7 +99,7 @@ static void close_main(main_loop *m)
 static void on_poll(uv_timer_t *t)
 {
     main_loop *m = t->data;
-    if (atomic_load(&m->srv->workers_done) == m->srv->n_workers)
+    if (atomic_load(&m->srv->workers_done) == m->srv->n_threads)
         close_main(m);
 }
 
@@ -271,6 +274,28 @@ static weir_clock_fn clock_of_environment(void)
     return test_clock;
 }
 
+/* --admin-token-file's tokens; an admin listener beyond this machine
+ * needs them. False (said why) when it cannot start. */
+static bool admin_setup(server *s)
+{
+    static admin_tokens tokens;
+    char why[512];
+    if (s->opt.admin_token_file[0]) {
+        if (!admin_tokens_load(s->opt.admin_token_file, &tokens, why, sizeof(why))) {
+            fprintf(stderr, "weir serve: --admin-token-file %s\n", why);
+            return false;
+        }
+        s->admin_tokens = &tokens;
+    } else if (s->opt.admin[0] && !admin_addr_is_loopback(s->opt.admin)) {
+        fprintf(stderr,
+                "weir serve: --admin %s is not a loopback address: give "
+                "--admin-token-file too (or --admin 127.0.0.1:PORT)\n",
+                s->opt.admin);
+        return false;
+    }
+    return true;
+}
+
 static int open_listeners(server *s)
 {
     for (size_t i = 0; i < N_PROTOCOLS; i++) {
@@ -280,8 +305,8 @@ static int open_listeners(server *s)
         server_listener *l = &s->listeners[s->n_listeners];
         char err[512];
         l->proto = protocols[i].proto;
-        l->fds = listen_all(addr, s->n_workers, l->proto->scheme, l->url, sizeof(l->url), err,
-                            sizeof(err));
+        l->fds = listen_all(addr, l->proto->admin ? 1 : s->n_workers, l->proto->scheme, l->url,
+                            sizeof(l->url), err, sizeof(err));
         if (!l->fds) {
             fprintf(stderr, "weir serve: --%s %s\n", l->proto->name, err);
             return 1;
@@ -349,10 +374,12 @@ static int start(server *s)
     metrics_reload(s->metrics, true);
     server_log_loaded(s, &counts, "start");
 
-    s->workers = calloc(s->n_workers, sizeof(*s->workers));
+    if (!admin_setup(s))
+        return 1;
+    s->workers = calloc(s->n_threads, sizeof(*s->workers));
     if (!s->workers || open_listeners(s) != 0)
         return 1;
-    for (unsigned i = 0; i < s->n_workers; i++) {
+    for (unsigned i = 0; i < s->n_threads; i++) {
         s->workers[i].srv = s;
         s->workers[i].id = i;
         int rc = worker_start(&s->workers[i]);
@@ -374,8 +401,9 @@ static int start(server *s)
     snprintf(threads, sizeof(threads), "%u", s->n_workers);
     const char *http = url_of(s, &http_proto), *grpc = url_of(s, &grpc_proto);
     const char *resp = url_of(s, &resp_proto);
-    dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "resp", resp, "threads", threads,
-         "store", store_shown, "version", weir_version(), NULL);
+    dlog(WEIR_LOG_INFO, "listening", "http", http, "grpc", grpc, "resp", resp, "admin",
+         url_of(s, &admin_proto), "threads", threads, "store", store_shown, "version",
+         weir_version(), NULL);
     warn_open_overrides(s);
     if (strcmp(http, "off") != 0) {
         printf("weir %s: serving %s\n"
@@ -393,12 +421,17 @@ static int start(server *s)
         printf("  resp:    %s (CL.THROTTLE, GCRA, WEIR.CHECK: docs/RESP.md)\n", resp);
         fflush(stdout);
     }
+    const char *admin = url_of(s, &admin_proto);
+    if (strcmp(admin, "off") != 0) {
+        printf("  admin:   %s/admin/v1/tiers (bearer token: docs/QUOTAS.md)\n", admin);
+        fflush(stdout);
+    }
     return 0;
 }
 
 static void stop(server *s)
 {
-    for (unsigned i = 0; s->workers && i < s->n_workers; i++) {
+    for (unsigned i = 0; s->workers && i < s->n_threads; i++) {
         if (s->workers[i].srv && s->workers[i].thread)
             pthread_join(s->workers[i].thread, NULL);
         worker_cleanup(&s->workers[i]);
@@ -435,7 +468,8 @@ int weir_cli_serve(int argc, char **argv)
     srv.n_workers = srv.opt.threads ? srv.opt.threads : (unsigned)(cores > 0 ? cores : 1);
     /* one metrics shard per worker: a worker's counters take no lock but
      * the scrape's */
-    srv.metrics = metrics_new(srv.n_workers, routes_names, routes_count);
+    srv.n_threads = srv.n_workers + (srv.opt.admin[0] ? 1u : 0u);
+    srv.metrics = metrics_new(srv.n_threads, routes_names, routes_count);
     if (!srv.metrics) {
         fprintf(stderr, "weir serve: out of memory\n");
         return 1;
@@ -463,7 +497,7 @@ int weir_cli_serve(int argc, char **argv)
     } else {
         atomic_store(&srv.closing, true);
         atomic_store(&srv.stopping, true);
-        for (unsigned i = 0; srv.workers && i < srv.n_workers; i++)
+        for (unsigned i = 0; srv.workers && i < srv.n_threads; i++)
             if (srv.workers[i].thread)
                 worker_wake(&srv.workers[i]);
     }

@@ -89,6 +89,12 @@ static const option options[] = {
      AT(grpc_max_message_bytes), "gRPC: one request message (RESOURCE_EXHAUSTED beyond)"},
     {"resp", "WEIR_RESP", "HOST:PORT", "127.0.0.1:6380", K_TEXT, AT(resp),
      "Redis-protocol listener (CL.THROTTLE, GCRA, WEIR.CHECK: docs/RESP.md); empty disables it"},
+    {"admin", "WEIR_ADMIN", "HOST:PORT", "127.0.0.1:8082", K_TEXT, AT(admin),
+     "admin API listener (/admin/v1/..., docs/QUOTAS.md), never the decision routes; empty "
+     "disables it"},
+    {"admin-token-file", "WEIR_ADMIN_TOKEN_FILE", "PATH", "", K_TEXT, AT(admin_token_file),
+     "the admin API's bearer tokens, one 'NAME TOKEN' a line; without it the admin listener "
+     "only opens on a loopback address and refuses every request"},
     {"resp-password", "WEIR_RESP_PASSWORD", "TEXT", "", K_TEXT, AT(resp_password),
      "RESP: clients must AUTH with it (Redis's requirepass); required off loopback"},
     {"resp-idle-timeout", "WEIR_RESP_IDLE_TIMEOUT", "DURATION", "0", K_DURATION,

@@ -24,9 +24,11 @@ typedef struct serve_options {
     char http[SERVE_ADDR_BYTES]; /* "" disables the listener */
     char grpc[SERVE_ADDR_BYTES];
     char resp[SERVE_ADDR_BYTES];
-    char resp_password[SERVE_ADDR_BYTES]; /* "" = no AUTH needed */
-    int64_t resp_idle_timeout_ms;         /* 0 = never */
-    unsigned threads;                     /* 0 = one per core */
+    char admin[SERVE_ADDR_BYTES];            /* the admin API's own listener */
+    char admin_token_file[SERVE_ADDR_BYTES]; /* "" = no token: loopback only */
+    char resp_password[SERVE_ADDR_BYTES];    /* "" = no AUTH needed */
+    int64_t resp_idle_timeout_ms;            /* 0 = never */
+    unsigned threads;                        /* 0 = one per core */
     char store[SERVE_ADDR_BYTES];
     uint64_t max_memory;
     /* the Redis store (--redis-*) */

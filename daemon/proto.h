@@ -37,6 +37,9 @@ typedef struct proto {
      *  or send; such a connection may be closed to admit a new one at
      *  --max-connections. */
     bool (*idle)(const struct conn *c);
+    /** Served by the admin worker alone (one socket), not the deciding
+     *  workers. */
+    bool admin;
 } proto;
 
 #endif /* WEIR_DAEMON_PROTO_H */

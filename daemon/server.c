@@ -5,6 +5,8 @@
  */
 #include "server.h"
 
+#include "admin/tiers.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -197,6 +199,8 @@ static bool render_rules(const weir_rules *rules, weir_buf *b)
     weir_buf_putc(b, '\0');
     weir_api_render_rlconfig(b, rules);
     weir_buf_putc(b, '\0');
+    admin_render_tiers(b, rules);
+    weir_buf_putc(b, '\0');
     if (weir_buf_ok(b))
         return true;
     weir_buf_free(b);
@@ -206,12 +210,14 @@ static bool render_rules(const weir_rules *rules, weir_buf *b)
 /* Serves the texts rendered into @b from now on (taken over). */
 static void swap_rules_text(server *s, weir_buf *b)
 {
-    size_t first = strlen(b->p);
+    size_t first = strlen(b->p), second = strlen(b->p + first + 1);
     pthread_mutex_lock(&s->rules_lock);
     char *old = s->rules_text;
     s->rules_text = b->p;
     s->rules_text_len = first;
-    s->rlconfig_len = b->len - first - 2;
+    s->rlconfig_len = second;
+    s->tiers_len = b->len - first - second - 3;
+    s->rules_total = b->len;
     pthread_mutex_unlock(&s->rules_lock);
     free(old);
 }
@@ -229,7 +235,8 @@ bool server_set_rules_text(server *s, const weir_rules *rules)
 static bool same_rules_text(server *s, const weir_buf *b)
 {
     pthread_mutex_lock(&s->rules_lock);
-    bool same = s->rules_text && strcmp(s->rules_text, b->p) == 0;
+    bool same =
+        s->rules_text && s->rules_total == b->len && memcmp(s->rules_text, b->p, b->len) == 0;
     pthread_mutex_unlock(&s->rules_lock);
     return same;
 }
@@ -275,4 +282,14 @@ bool server_put_rules(server *s, weir_rules *rules, const char *why)
     metrics_reload(s->metrics, true);
     server_log_loaded(s, &counts, why);
     return true;
+}
+
+void server_tiers_json(server *s, weir_buf *out)
+{
+    pthread_mutex_lock(&s->rules_lock);
+    if (s->rules_text)
+        weir_buf_put(out, s->rules_text + s->rules_text_len + s->rlconfig_len + 2, s->tiers_len);
+    else
+        weir_buf_puts(out, "{\"domains\":[]}");
+    pthread_mutex_unlock(&s->rules_lock);
 }

@@ -59,6 +59,12 @@ typedef struct server {
                          it and a NUL, /rlconfig's (upstream's form) */
     size_t rules_text_len;
     size_t rlconfig_len;
+    size_t tiers_len;   /* then GET /admin/v1/tiers's JSON, NUL-terminated */
+    size_t rules_total; /* the three texts' bytes */
+    /* --admin-token-file's tokens (NULL: none: every admin request is
+     * refused) */
+    struct admin_tokens *admin_tokens;
+    unsigned n_threads; /* workers, plus the admin worker (the last) with --admin */
 } server;
 
 /** The service's clock in microseconds since the Unix epoch: the context's
@@ -68,6 +74,9 @@ int64_t server_now_us(server *s);
 /** A copy of the /v1/rules text (or, @upstream, the /rlconfig text)
  *  into @out. */
 void server_rules_text(server *s, weir_buf *out, bool upstream);
+
+/** Appends GET /admin/v1/tiers's JSON of the rules in force to @out. */
+void server_tiers_json(server *s, weir_buf *out);
 
 /** Load the rule path; NULL (the errors logged) when it is not valid. */
 weir_rules *server_load_rules(server *s);

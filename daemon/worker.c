@@ -130,20 +130,27 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* Server listener @i on this worker when it is one of its kind: the
+ * admin worker (the last, past the deciding ones) serves the admin
+ * listener alone, on its one socket. */
 static int start_listener(worker *w, unsigned i)
 {
     server_listener *sl = &w->srv->listeners[i];
-    listener *l = &w->listeners[i];
+    bool admin = w->id >= w->srv->n_workers;
+    if (sl->proto->admin != admin)
+        return 0;
+    unsigned k = w->n_listeners;
+    listener *l = &w->listeners[k];
     l->w = w;
     l->proto = sl->proto;
-    l->index = i;
+    l->index = k;
     if (l->proto->worker_new && !(l->state = l->proto->worker_new(l)))
         return UV_ENOMEM;
     uv_tcp_init(&w->loop, &l->tcp);
     l->tcp.data = l;
     l->open = true;
-    w->n_listeners = i + 1;
-    int rc = uv_tcp_open(&l->tcp, sl->fds[w->id]);
+    w->n_listeners = k + 1;
+    int rc = uv_tcp_open(&l->tcp, sl->fds[admin ? 0 : w->id]);
     if (rc >= 0)
         rc = uv_listen((uv_stream_t *)&l->tcp, 1024, on_connection);
     return rc;

@@ -327,7 +327,12 @@ static void http_accept(listener *l)
 
 static void *http_worker_new(listener *l)
 {
-    return routes_state_new(&l->w->srv->opt);
+    return routes_state_new(&l->w->srv->opt, false);
+}
+
+static void *admin_worker_new(listener *l)
+{
+    return routes_state_new(&l->w->srv->opt, true);
 }
 
 static void http_worker_free(void *state)
@@ -345,4 +350,18 @@ const proto http_proto = {
     .drain = http_drain,
     .idle = http_idle,
     .kick = http_kick,
+};
+
+/* The admin API's listener: the same connections, the admin routes. */
+const proto admin_proto = {
+    .name = "admin",
+    .scheme = "http",
+    .metric = PROTO_HTTP,
+    .worker_new = admin_worker_new,
+    .worker_free = http_worker_free,
+    .accept = http_accept,
+    .drain = http_drain,
+    .idle = http_idle,
+    .kick = http_kick,
+    .admin = true,
 };

@@ -8,5 +8,8 @@
 #include "proto.h"
 
 extern const proto http_proto;
+/** The admin API (admin/admin.h) on its own listener, over the same
+ *  HTTP/1.1 connections. */
+extern const proto admin_proto;
 
 #endif /* WEIR_DAEMON_HTTP_HTTP_H */

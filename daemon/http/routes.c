@@ -11,12 +11,14 @@
 #include <string.h>
 #include <strings.h>
 
+#include "admin/admin.h"
 #include "call.h"
 #include "log.h"
 
 struct routes_state {
     weir_api_decoder *decoder;
     const serve_options *opt;
+    bool admin; /* the admin listener's: admin/admin.c answers */
 };
 
 typedef void (*handler)(routes_state *rs, http_answer *a, const weir_http1_request *req);
@@ -55,7 +57,7 @@ const char *const routes_names[] = {"/v1/check", "/v1/check/batch", "/json",
                                     "/metrics",  "/rlconfig",       "other"};
 const size_t routes_count = N_ROUTES + 1;
 
-routes_state *routes_state_new(const serve_options *o)
+routes_state *routes_state_new(const serve_options *o, bool admin)
 {
     routes_state *rs = calloc(1, sizeof(*rs));
     if (!rs)
@@ -63,6 +65,7 @@ routes_state *routes_state_new(const serve_options *o)
     weir_api_limits lim = {(size_t)o->max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
                            (size_t)o->max_batch};
     rs->opt = o;
+    rs->admin = admin;
     if (!(rs->decoder = weir_api_decoder_new(&lim))) {
         free(rs);
         return NULL;
@@ -81,6 +84,10 @@ void routes_state_free(routes_state *rs)
 void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     worker *w = a->conn->w;
+    if (rs->admin) {
+        admin_handle(a, req);
+        return;
+    }
     for (size_t i = 0; i < N_ROUTES; i++) {
         const route *r = &routes[i];
         if (req->path.n != strlen(r->path) || memcmp(req->path.p, r->path, req->path.n) != 0)

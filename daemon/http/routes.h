@@ -10,9 +10,10 @@
 #include "answer.h"
 #include "http1/codec.h"
 
-/** The routes' state on one worker (its decoder); NULL when out of memory. */
+/** The routes' state on one worker (its decoder); NULL when out of
+ *  memory. @admin: the admin listener's (admin/admin.h answers). */
 typedef struct routes_state routes_state;
-routes_state *routes_state_new(const serve_options *o);
+routes_state *routes_state_new(const serve_options *o, bool admin);
 void routes_state_free(routes_state *rs);
 
 /** Answer @req: now, or later when its decision completes later. Either

@@ -83,6 +83,7 @@ class Weir:
         self.port = None
         self.grpc_port = None
         self.resp_port = None
+        self.admin_port = None
         self.returncode = None
         self._reader = None
         self._finished = False
@@ -105,7 +106,7 @@ class Weir:
             # the whole suite again on another store (ctest runs it on
             # memory+deferred: every decision completes later)
             flags += ["--store", store]
-        argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+        argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                 "--threads", str(self.threads), "--rules", self.rules_path] + flags
         # settings come from the flags only: no WEIR_* from the caller's shell
         env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
@@ -134,6 +135,9 @@ class Weir:
         # the RESP listener, when a test turned it on ("--resp 127.0.0.1:0")
         m = re.search(r"resp=redis://127\.0\.0\.1:(\d+)", line)
         self.resp_port = int(m.group(1)) if m else None
+        # the admin listener, when a test turned it on ("--admin 127.0.0.1:0")
+        m = re.search(r"admin=http://127\.0\.0\.1:(\d+)", line)
+        self.admin_port = int(m.group(1)) if m else None
         return self
 
     def _read_stderr(self):

@@ -41,7 +41,7 @@ def deferred(spec=""):
 def needs_test_stores():
     """The deferred store exists in test builds only; ctest requires it."""
     r = subprocess.run([weir_bin(), "serve", "--store", "memory+deferred", "--rules", "/nonexistent",
-                        "--http", "", "--grpc", "", "--resp", ""],
+                        "--http", "", "--grpc", "", "--resp", "", "--admin", ""],
                        capture_output=True, text=True, timeout=30)
     if "not a store of this build" in r.stderr:
         if os.environ.get("WEIR_REQUIRE_TEST_STORES"):

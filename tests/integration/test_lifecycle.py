@@ -369,7 +369,7 @@ def test_watch_sees_a_change_inotify_does_not_report(weir_factory, tmp_path):
 def test_bad_rules_at_start(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text("domain: test\ndescriptors:\n  - key: x\n    rate_limit: {unit: fortnight}\n")
-    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                         "--rules", str(path)], capture_output=True, timeout=10)
     err = p.stderr.decode()
     assert p.returncode == 1, err
@@ -387,7 +387,7 @@ def test_second_instance_on_a_port_in_use_fails(weir_factory, tmp_path, proto):
     port = first.port if proto == "http" else first.grpc_port
     path = tmp_path / "rules.yaml"
     path.write_text(rules())
-    argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    argv = [weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
             "--rules", str(path), f"--{proto}", f"127.0.0.1:{port}"]
     p = subprocess.run(argv, capture_output=True, timeout=10)
     err = p.stderr.decode()
@@ -414,7 +414,7 @@ def start_log(argv, env=None):
     its exit), stop it with SIGTERM; (exit code, the whole log)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
     full_env.update(env or {})
-    p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                           "--threads", "1"] + argv, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, env=full_env)
     lines = []
@@ -525,7 +525,7 @@ def test_default_start_warns_of_nothing(tmp_path):
 def test_store_settings_it_does_not_take(tmp_path):
     path = tmp_path / "rules.yaml"
     path.write_text(rules())
-    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                         "--rules", str(path), "--store", "memory:cap=5"],
                        capture_output=True, timeout=10)
     err = p.stderr.decode()
@@ -541,7 +541,7 @@ def test_signal_right_after_listening(tmp_path):
     path.write_text(rules())
     for attempt in range(15):
         p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
-                              "--resp", "", "--threads", "1", "--rules", str(path)],
+                              "--resp", "", "--admin", "", "--threads", "1", "--rules", str(path)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             for line in p.stderr:
@@ -567,7 +567,7 @@ def test_change_during_startup_is_not_lost(tmp_path):
     for attempt in range(5):  # the window is short: try a few times
         path.write_text(rules(other=10))
         p = subprocess.Popen([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
-                              "--resp", "", "--threads", "2", "--rules", str(path)],
+                              "--resp", "", "--admin", "", "--threads", "2", "--rules", str(path)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
             port = None

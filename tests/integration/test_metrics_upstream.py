@@ -164,7 +164,7 @@ def refused(tmp_path, *flags, env=None):
     checking it exited with 2 (a setting refused) at once."""
     rules = tmp_path / "rules.yaml"
     rules.write_text(RULES)
-    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                         "--rules", str(rules)] + list(flags),
                        capture_output=True, text=True, timeout=10, env=env or {})
     assert p.returncode == 2, (p.returncode, p.stderr)

@@ -268,7 +268,7 @@ def run_weir(*args, env=None):
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
     full_env.update(env or {})
     return subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
-                           "--resp", "", "--rules", "/dev/null", *args], capture_output=True, text=True,
+                           "--resp", "", "--admin", "", "--rules", "/dev/null", *args], capture_output=True, text=True,
                           timeout=30, env=full_env)
 
 

@@ -547,7 +547,7 @@ def test_a_master_killed_under_load(weir_factory, redis_cluster_factory):
 def run_weir(*args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
     return subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "",
-                           "--resp", "", "--rules", "/dev/null", *args], capture_output=True,
+                           "--resp", "", "--admin", "", "--rules", "/dev/null", *args], capture_output=True,
                           text=True, timeout=30, env=env)
 
 

@@ -406,7 +406,7 @@ def test_upstream_environment(weir_factory, pb, ads):
 def test_refused_at_start(tmp_path, env, flags, message):
     full = {k: v for k, v in os.environ.items() if not k.startswith("WEIR_")}
     full.update(env)
-    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "",
+    p = subprocess.run([weir_bin(), "serve", "--http", "127.0.0.1:0", "--grpc", "", "--resp", "", "--admin", "",
                         *flags], env=full, cwd=str(tmp_path), capture_output=True, timeout=20)
     assert p.returncode == 2, p
     assert message in p.stderr.decode(), p.stderr.decode()

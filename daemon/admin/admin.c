@@ -1,0 +1,104 @@
+/*
+ * admin.c - the admin API's front door (admin.h): the token check, then
+ * the route.
+ */
+#include "admin.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tokens.h"
+#include "worker.h"
+
+typedef void (*admin_fn)(http_answer *a, const weir_http1_request *req, const char *who);
+
+typedef struct admin_route {
+    const char *path; /* exact, or a prefix when it ends in '/' */
+    weir_http1_method method;
+    admin_fn fn;
+} admin_route;
+
+static void tiers_get(http_answer *a, const weir_http1_request *req, const char *who)
+{
+    (void)req;
+    (void)who;
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    server_tiers_json(w->srv, &w->body);
+    if (!weir_buf_ok(&w->body)) {
+        http_answer_problem(a, 500, "out of memory");
+        return;
+    }
+    http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
+}
+
+static const admin_route admin_routes[] = {
+    {"/admin/v1/tiers", WEIR_HTTP1_GET, tiers_get},
+};
+#define N_ADMIN_ROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
+
+static bool path_matches(const char *route, const weir_http1_str *path)
+{
+    size_t n = strlen(route);
+    if (route[n - 1] == '/')
+        return path->n > n && memcmp(path->p, route, n) == 0;
+    return path->n == n && memcmp(path->p, route, n) == 0;
+}
+
+static void unauthorized(http_answer *a, const char *detail)
+{
+    worker *w = a->conn->w;
+    static const char challenge[] = "Bearer realm=\"weir-admin\"";
+    weir_headers_clear(&w->headers);
+    weir_headers_add(&w->headers, "WWW-Authenticate", 16, challenge, sizeof(challenge) - 1);
+    weir_buf_clear(&w->body);
+    weir_api_render_error(&w->body, 401, detail);
+    http_answer_respond(a, 401, "application/problem+json", &w->headers, w->body.p, w->body.len);
+}
+
+void admin_handle(http_answer *a, const weir_http1_request *req)
+{
+    server *srv = a->conn->w->srv;
+    if (!srv->admin_tokens) {
+        unauthorized(a, "the admin API has no tokens: start weir with --admin-token-file");
+        return;
+    }
+    weir_http1_str auth = weir_http1_header_get(req, "Authorization");
+    const char *who = auth.p ? admin_tokens_check(srv->admin_tokens, auth.p, auth.n) : NULL;
+    if (!who) {
+        unauthorized(a, auth.p ? "the bearer token is not one of --admin-token-file's"
+                               : "an Authorization: Bearer token is required");
+        return;
+    }
+    bool path_known = false;
+    weir_http1_method m = req->method == WEIR_HTTP1_HEAD ? WEIR_HTTP1_GET : req->method;
+    for (size_t i = 0; i < N_ADMIN_ROUTES; i++) {
+        const admin_route *r = &admin_routes[i];
+        if (!path_matches(r->path, &req->path))
+            continue;
+        path_known = true;
+        if (r->method == m) {
+            r->fn(a, req, who);
+            return;
+        }
+    }
+    char detail[160];
+    snprintf(detail, sizeof(detail), "%s: %.*s", path_known ? "method not allowed" : "no such path",
+             (int)(req->path.n > 100 ? 100 : req->path.n), req->path.p);
+    http_answer_problem(a, path_known ? 405 : 404, detail);
+}
+
+bool admin_addr_is_loopback(const char *addr)
+{
+    if (strncmp(addr, "localhost:", 10) == 0 || strncmp(addr, "[::1]:", 6) == 0)
+        return true;
+    if (strncmp(addr, "127.", 4) != 0)
+        return false;
+    const char *colon = strrchr(addr, ':');
+    if (!colon)
+        return false;
+    for (const char *c = addr + 4; c < colon; c++)
+        if (!((*c >= '0' && *c <= '9') || *c == '.'))
+            return false;
+    return true;
+}

@@ -14,6 +14,10 @@ packages=(
     # libraries
     libxxhash-dev libyaml-dev libuv1-dev libhttp-parser-dev
     libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libhiredis-dev
+    # the quota database: SQLite (embedded) and PostgreSQL's client library
+    libsqlite3-dev libpq-dev
+    # the IANA time zones of calendar limits
+    tzdata
     # the well-known .proto files (google/protobuf/duration.proto, ...)
     libprotobuf-dev
 )
@@ -26,6 +30,9 @@ packages+=(
     libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
     # the Redis store's tests: a real redis-server, redis-cli and redis-py
     redis-server redis-tools python3-redis
+    # the quota database's tests: a throwaway PostgreSQL server (initdb,
+    # postgres, psql) and the sqlite3 shell
+    postgresql sqlite3
     # gRPC tests: Python's grpcio client (protoc makes its descriptors)
     python3-grpcio python3-protobuf protobuf-compiler
     # benchmarks

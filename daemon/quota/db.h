@@ -9,6 +9,10 @@
  * tiers and descriptors are always bound as parameters, never spliced
  * into SQL. The schema's migrations (daemon/quota/migrations/) are applied
  * at open, each once, in order, in a transaction.
+ *
+ * Keys hold any bytes but NUL on SQLite; PostgreSQL stores text, so there
+ * a key, tier or descriptor must be valid UTF-8 (else QDB_ERROR). Keys
+ * sort bytewise on both.
  */
 #ifndef WEIR_DAEMON_QUOTA_DB_H
 #define WEIR_DAEMON_QUOTA_DB_H
@@ -29,9 +33,9 @@ typedef enum quota_db_status {
     QDB_ERROR,       /* anything else; quota_db_error() says what */
 } quota_db_status;
 
-/** Renders a tenant record as JSON into @out (for the audit log's before
- *  and after). Returns a malloc'd NUL-terminated string, NULL when out of
- *  memory. */
+/** Renders a tenant record as JSON (for the audit log's before and
+ *  after). Returns a malloc'd NUL-terminated string, NULL when out of
+ *  memory. NULL as the function: entries without before and after. */
 typedef char *(*quota_db_render_fn)(const quota_tenant *t);
 
 typedef struct quota_db_options {
@@ -47,10 +51,13 @@ typedef struct quota_db_options {
 } quota_db_options;
 
 /**
- * quota_db_open() - open (creating a SQLite file and its directory's file
- * if missing), apply the migrations not yet applied, and for PostgreSQL
- * LISTEN for changes. On failure writes a one-line reason into @err and
- * returns NULL. A PostgreSQL server that is down at open is a failure.
+ * quota_db_open() - open (creating a SQLite file if missing, not its
+ * directory: a missing directory is a failure naming the path), apply the
+ * migrations not yet applied, and for PostgreSQL LISTEN for changes. On
+ * failure writes a one-line reason into @err and returns NULL: a scheme
+ * other than sqlite://, postgres:// and postgresql:// ("unknown
+ * --quota-db scheme"), a PostgreSQL server that is down, a schema newer
+ * than this binary's migrations.
  */
 quota_db *quota_db_open(const quota_db_options *o, char *err, size_t err_cap);
 void quota_db_close(quota_db *db);
@@ -58,7 +65,8 @@ void quota_db_close(quota_db *db);
 /** "sqlite" or "postgres". */
 const char *quota_db_kind(const quota_db *db);
 
-/** The last error's text (valid until the next call). */
+/** The last error's text (valid until the next call): one line of
+ *  printable ASCII, any other byte (of a key, say) written \xNN. */
 const char *quota_db_error(const quota_db *db);
 
 /** The record of @key into @out. QDB_OK, QDB_NOT_FOUND, QDB_UNAVAILABLE,
@@ -69,13 +77,15 @@ quota_db_status quota_db_get(quota_db *db, const char *key, size_t key_len, quot
  * quota_db_put() - create or replace @t's record (its key, tier, times and
  * overrides; created/updated/version are the database's).
  * @if_match: -1 = unconditional; 0 = only if no record exists
- *            (If-None-Match: *); N > 0 = only if the stored version is N.
+ *            (If-None-Match: *); N > 0 = only if the stored version is N
+ *            (even when the record would not change).
  * @actor:    the token's name, for the audit log.
  * @now_us:   the time of the change.
  * @stored:   receives the record as stored.
  * @created:  true when no record existed.
  * @changed:  false when the stored record already said exactly this (no
  *            new version, no audit entry: a repeated PUT changes nothing).
+ * @stored, @created and @changed may be NULL.
  * Returns QDB_OK, QDB_CONFLICT (nothing written), QDB_UNAVAILABLE,
  * QDB_ERROR.
  */
@@ -84,7 +94,8 @@ quota_db_status quota_db_put(quota_db *db, const quota_tenant *t, int64_t if_mat
                              bool *changed);
 
 /** Delete @key's record and its overrides (audited). @if_match as for
- *  put (0 is refused as QDB_ERROR). @before receives the deleted record.
+ *  put (0 is refused as QDB_ERROR). @before (may be NULL) receives the
+ *  deleted record.
  *  QDB_OK, QDB_NOT_FOUND, QDB_CONFLICT, QDB_UNAVAILABLE, QDB_ERROR. */
 quota_db_status quota_db_delete(quota_db *db, const char *key, size_t key_len, int64_t if_match,
                                 const char *actor, int64_t now_us, quota_tenant *before);
@@ -92,9 +103,9 @@ quota_db_status quota_db_delete(quota_db *db, const char *key, size_t key_len, i
 /**
  * quota_db_list() - a page of records in key order (bytewise), those of
  * tier @tier only when not NULL, starting after key @after (@after_len
- * bytes; NULL for the first page). At most @limit (1 .. 1000) records
- * into @out (an array of @limit). @n receives how many; @more whether
- * records follow.
+ * bytes; NULL or 0 bytes for the first page). At most @limit (1 .. 1000)
+ * records into @out (an array of @limit). @n receives how many; @more
+ * whether records follow.
  */
 quota_db_status quota_db_list(quota_db *db, const char *tier, const char *after, size_t after_len,
                               size_t limit, quota_tenant *out, size_t *n, bool *more);
@@ -126,7 +137,9 @@ quota_db_status quota_db_load(quota_db *db, bool (*each)(void *arg, const quota_
  */
 bool quota_db_changed(quota_db *db);
 
-/** The socket to watch for notifications (PostgreSQL), else -1. */
+/** The socket to watch for notifications (PostgreSQL), else -1. It may
+ *  change when the connection is made again: ask again after
+ *  quota_db_changed() returned true. */
 int quota_db_fd(const quota_db *db);
 
 #endif /* WEIR_DAEMON_QUOTA_DB_H */

@@ -80,8 +80,8 @@ quota_db_status quota_db_get(quota_db *db, const char *key, size_t key_len, quot
  * QDB_ERROR.
  */
 quota_db_status quota_db_put(quota_db *db, const quota_tenant *t, int64_t if_match,
-                             const char *actor, int64_t now_us, quota_tenant *stored,
-                             bool *created, bool *changed);
+                             const char *actor, int64_t now_us, quota_tenant *stored, bool *created,
+                             bool *changed);
 
 /** Delete @key's record and its overrides (audited). @if_match as for
  *  put (0 is refused as QDB_ERROR). @before receives the deleted record.

@@ -9,6 +9,7 @@
  *   weir/rules.h    rule files (envoyproxy/ratelimit YAML + weir's extensions)
  *   weir/engine.h   the decision engine: requests matched against rules
  *   weir/units.h    the grammar of durations and sizes
+ *   weir/calendar.h time zones and calendar periods (day, month, year)
  *
  * docs/LIBRARY.md walks through a first program.
  */
@@ -16,6 +17,7 @@
 #define WEIR_WEIR_H
 
 #include "weir/algo.h"
+#include "weir/calendar.h"
 #include "weir/context.h"
 #include "weir/engine.h"
 #include "weir/export.h"

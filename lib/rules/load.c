@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "rules/loader.h"
 
 /* The first release's options end after max_limits. */
@@ -131,48 +132,22 @@ static void io_error(rules_loader *ld, const char *path, const char *what, int e
 
 static void load_file(rules_loader *ld, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        io_error(ld, path, "cannot open", errno);
-        return;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        io_error(ld, path, "cannot stat", errno);
-        close(fd);
-        return;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        weir__rules_error(ld, path, 0, 0, "not a regular file");
-        close(fd);
-        return;
-    }
-    /* Read one byte past the cap, so a file that grew after fstat() is
-     * still caught by the size check. */
-    size_t cap = (size_t)WEIR_RULES_MAX_FILE_BYTES + 1;
-    size_t want = st.st_size >= 0 && (uint64_t)st.st_size < cap ? (size_t)st.st_size + 1 : cap;
-    unsigned char *buf = weir__malloc(ld->rules->ctx, want);
-    if (!buf) {
+    uint8_t *buf;
+    size_t got;
+    weir_file_error why;
+    weir_status st =
+        weir__read_file(ld->rules->ctx, path, WEIR_RULES_MAX_FILE_BYTES, &buf, &got, &why);
+    if (st == WEIR_ENOMEM) {
         ld->nomem = true;
-        close(fd);
         return;
     }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t n = read(fd, buf + got, want - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            io_error(ld, path, "cannot read", errno);
-            weir__free(ld->rules->ctx, buf);
-            close(fd);
-            return;
-        }
-        if (n == 0)
-            break;
-        got += (size_t)n;
+    if (st != WEIR_OK) {
+        if (why.err)
+            io_error(ld, path, why.what, why.err);
+        else
+            weir__rules_error(ld, path, 0, 0, "%s", why.what);
+        return;
     }
-    close(fd);
     parse_named(ld, path, buf, got);
     weir__free(ld->rules->ctx, buf);
 }

@@ -106,6 +106,9 @@ void weir_api_render_problem(weir_buf *out, const weir_api_decision *dec, int64_
 /** An application/problem+json error body: {"type":"about:blank",
  *  "title":<reason phrase of @status>,"status":@status,"detail":@detail}. */
 void weir_api_render_error(weir_buf *out, int status, const char *detail);
+/** The same with a "field" member after the detail naming the input at
+ *  fault, e.g. "overrides[2].unit" (none when @field is NULL). */
+void weir_api_render_error_at(weir_buf *out, int status, const char *detail, const char *field);
 
 /* ------------------------------------------------------------ explaining */
 

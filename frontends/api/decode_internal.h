@@ -1,7 +1,8 @@
 /*
  * decode_internal.h - what the API decoders share: the decoder and its
  * pools (the JSON parser's included), and error reporting. Private to
- * frontends/api.
+ * frontends/api; the quota admin codec (daemon/quota/json.c) borrows its
+ * quoting and number helpers.
  */
 #ifndef WEIR_FRONTENDS_API_DECODE_INTERNAL_H
 #define WEIR_FRONTENDS_API_DECODE_INTERNAL_H

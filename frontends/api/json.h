@@ -15,7 +15,8 @@
  * against the RFC's grammar). Nothing points into the caller's body, and
  * everything stays valid until the next parse or weir_json_release().
  *
- * Private to frontends/api; a parser belongs to one thread.
+ * Private to frontends/api, and used by the quota admin codec
+ * (daemon/quota/json.c) too; a parser belongs to one thread.
  */
 #ifndef WEIR_FRONTENDS_API_JSON_H
 #define WEIR_FRONTENDS_API_JSON_H

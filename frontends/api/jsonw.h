@@ -1,7 +1,8 @@
 /*
  * jsonw.h - the JSON writing the API's renderers share (private to
- * frontends/api): objects written member by member straight into a
- * weir_buf, strings escaped.
+ * frontends/api, and used by the quota admin codec, daemon/quota, too):
+ * objects written member by member straight into a weir_buf, strings
+ * escaped.
  */
 #ifndef WEIR_FRONTENDS_API_JSONW_H
 #define WEIR_FRONTENDS_API_JSONW_H

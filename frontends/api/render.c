@@ -303,10 +303,19 @@ void weir_api_render_problem(weir_buf *out, const weir_api_decision *dec, int64_
 
 void weir_api_render_error(weir_buf *out, int status, const char *detail)
 {
+    weir_api_render_error_at(out, status, detail, NULL);
+}
+
+void weir_api_render_error_at(weir_buf *out, int status, const char *detail, const char *field)
+{
     obj o = problem_open(out, status);
     if (detail) {
         obj_key(&o, "detail");
         put_cstr(out, detail);
+    }
+    if (field) {
+        obj_key(&o, "field");
+        put_cstr(out, field);
     }
     obj_close(&o);
 }
@@ -346,6 +355,8 @@ const char *weir_api_reason(int status)
         return "Unsupported Media Type";
     case 417:
         return "Expectation Failed";
+    case 422:
+        return "Unprocessable Content";
     case 429:
         return "Too Many Requests";
     case 431:

@@ -442,6 +442,9 @@ static void errors_and_reasons(void **unused)
                    "\"detail\":\"unknown field 'a\\\"b'\\n\"}");
     weir_api_render_error(&b, 999, NULL);
     expect_buf(&b, "{\"type\":\"about:blank\",\"title\":\"Unknown\",\"status\":999}");
+    weir_api_render_error_at(&b, 422, "tier must not be empty", "tier");
+    expect_buf(&b, "{\"type\":\"about:blank\",\"title\":\"Unprocessable Content\","
+                   "\"status\":422,\"detail\":\"tier must not be empty\",\"field\":\"tier\"}");
 
     static const struct {
         int status;
@@ -455,6 +458,7 @@ static void errors_and_reasons(void **unused)
         {408, "Request Timeout"},
         {413, "Content Too Large"},
         {414, "URI Too Long"},
+        {422, "Unprocessable Content"},
         {429, "Too Many Requests"},
         {431, "Request Header Fields Too Large"},
         {500, "Internal Server Error"},

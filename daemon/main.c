@@ -31,6 +31,7 @@
 #include "listen.h"
 #include "log.h"
 #include "memtrim.h"
+#include "quota/service.h"
 #include "resp/proto_resp.h"
 #include "statsd.h"
 #include "stores.h"
@@ -373,6 +374,15 @@ static int start(server *s)
     }
     metrics_reload(s->metrics, true);
     server_log_loaded(s, &counts, "start");
+    if (s->opt.quota_db[0]) {
+        char why[256];
+        s->quotas = quota_service_start(s->opt.quota_db, s->ctx, s->engine, s->opt.quota_refresh_ms,
+                                        server_clock, s, why, sizeof(why));
+        if (!s->quotas) {
+            fprintf(stderr, "weir serve: --quota-db %s\n", why);
+            return 1;
+        }
+    }
 
     if (!admin_setup(s))
         return 1;
@@ -438,6 +448,7 @@ static void stop(server *s)
     }
     free(s->workers);
     statsd_stop(s->statsd); /* after the workers: their last counts are sent */
+    quota_service_stop(s->quotas);
     for (unsigned i = 0; i < s->n_listeners; i++)
         free(s->listeners[i].fds);
     weir_engine_free(s->engine);

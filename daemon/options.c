@@ -95,6 +95,11 @@ static const option options[] = {
     {"admin-token-file", "WEIR_ADMIN_TOKEN_FILE", "PATH", "", K_TEXT, AT(admin_token_file),
      "the admin API's bearer tokens, one 'NAME TOKEN' a line; without it the admin listener "
      "only opens on a loopback address and refuses every request"},
+    {"quota-db", "WEIR_QUOTA_DB", "URL", "", K_TEXT, AT(quota_db),
+     "tenants and their overrides: sqlite:///PATH.db (an embedded file) or postgres://... (shared "
+     "by the instances); empty: tiers from the rule files only (docs/QUOTAS.md)"},
+    {"quota-refresh", "WEIR_QUOTA_REFRESH", "DURATION", "30s", K_DURATION, AT(quota_refresh_ms),
+     "read every tenant again at least this often (changes come sooner: notified or seen)"},
     {"resp-password", "WEIR_RESP_PASSWORD", "TEXT", "", K_TEXT, AT(resp_password),
      "RESP: clients must AUTH with it (Redis's requirepass); required off loopback"},
     {"resp-idle-timeout", "WEIR_RESP_IDLE_TIMEOUT", "DURATION", "0", K_DURATION,

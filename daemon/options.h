@@ -26,6 +26,8 @@ typedef struct serve_options {
     char resp[SERVE_ADDR_BYTES];
     char admin[SERVE_ADDR_BYTES];            /* the admin API's own listener */
     char admin_token_file[SERVE_ADDR_BYTES]; /* "" = no token: loopback only */
+    char quota_db[1024];                     /* "" = no quota database */
+    int64_t quota_refresh_ms;                /* the whole table read again at least this often */
     char resp_password[SERVE_ADDR_BYTES];    /* "" = no AUTH needed */
     int64_t resp_idle_timeout_ms;            /* 0 = never */
     unsigned threads;                        /* 0 = one per core */

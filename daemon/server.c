@@ -22,6 +22,11 @@ int64_t server_now_us(server *s)
     return weir_ctx_now_us(s->ctx);
 }
 
+int64_t server_clock(void *s)
+{
+    return server_now_us(s);
+}
+
 void server_rules_text(server *s, weir_buf *out, bool upstream)
 {
     pthread_mutex_lock(&s->rules_lock);

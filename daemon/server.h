@@ -64,12 +64,15 @@ typedef struct server {
     /* --admin-token-file's tokens (NULL: none: every admin request is
      * refused) */
     struct admin_tokens *admin_tokens;
-    unsigned n_threads; /* workers, plus the admin worker (the last) with --admin */
+    struct quota_service *quotas; /* --quota-db's, or NULL */
+    unsigned n_threads;           /* workers, plus the admin worker (the last) with --admin */
 } server;
 
 /** The service's clock in microseconds since the Unix epoch: the context's
  *  (the wall clock, never running backwards). */
 int64_t server_now_us(server *s);
+/** server_now_us() for a callback's void pointer. */
+int64_t server_clock(void *s);
 
 /** A copy of the /v1/rules text (or, @upstream, the /rlconfig text)
  *  into @out. */

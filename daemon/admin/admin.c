@@ -7,10 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "quotas.h"
 #include "tokens.h"
+#include "usage.h"
 #include "worker.h"
 
-typedef void (*admin_fn)(http_answer *a, const weir_http1_request *req, const char *who);
+typedef void (*admin_fn)(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                         const char *who);
 
 typedef struct admin_route {
     const char *path; /* exact, or a prefix when it ends in '/' */
@@ -18,8 +21,10 @@ typedef struct admin_route {
     admin_fn fn;
 } admin_route;
 
-static void tiers_get(http_answer *a, const weir_http1_request *req, const char *who)
+static void tiers_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                      const char *who)
 {
+    (void)q;
     (void)req;
     (void)who;
     worker *w = a->conn->w;
@@ -34,6 +39,12 @@ static void tiers_get(http_answer *a, const weir_http1_request *req, const char 
 
 static const admin_route admin_routes[] = {
     {"/admin/v1/tiers", WEIR_HTTP1_GET, tiers_get},
+    {"/admin/v1/quotas", WEIR_HTTP1_GET, admin_quota_list},
+    {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_GET, admin_quota_get},
+    {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_PUT, admin_quota_put},
+    {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_DELETE, admin_quota_delete},
+    {"/admin/v1/audit", WEIR_HTTP1_GET, admin_audit_list},
+    {ADMIN_USAGE_PREFIX, WEIR_HTTP1_GET, admin_usage_get},
 };
 #define N_ADMIN_ROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
 
@@ -56,7 +67,7 @@ static void unauthorized(http_answer *a, const char *detail)
     http_answer_respond(a, 401, "application/problem+json", &w->headers, w->body.p, w->body.len);
 }
 
-void admin_handle(http_answer *a, const weir_http1_request *req)
+void admin_handle(admin_quotas *q, http_answer *a, const weir_http1_request *req)
 {
     server *srv = a->conn->w->srv;
     if (!srv->admin_tokens) {
@@ -78,7 +89,7 @@ void admin_handle(http_answer *a, const weir_http1_request *req)
             continue;
         path_known = true;
         if (r->method == m) {
-            r->fn(a, req, who);
+            r->fn(q, a, req, who);
             return;
         }
     }

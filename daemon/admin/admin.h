@@ -10,8 +10,11 @@
 #include "http/answer.h"
 #include "http1/codec.h"
 
-/** Answer an admin request (always before it returns). */
-void admin_handle(http_answer *a, const weir_http1_request *req);
+struct admin_quotas;
+
+/** Answer an admin request (before it returns, but usage: when the
+ *  store answers); @q is the admin worker's quota state (quotas.h). */
+void admin_handle(struct admin_quotas *q, http_answer *a, const weir_http1_request *req);
 
 /** Whether @addr (HOST:PORT as given to --admin) is a loopback address:
  *  127.0.0.0/8, [::1] or localhost. */

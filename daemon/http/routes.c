@@ -12,13 +12,16 @@
 #include <strings.h>
 
 #include "admin/admin.h"
+#include "admin/quotas.h"
 #include "call.h"
 #include "log.h"
+#include "quota/service.h"
 
 struct routes_state {
     weir_api_decoder *decoder;
     const serve_options *opt;
-    bool admin; /* the admin listener's: admin/admin.c answers */
+    bool admin;           /* the admin listener's: admin/admin.c answers */
+    admin_quotas *quotas; /* the admin listener's quota state */
 };
 
 typedef void (*handler)(routes_state *rs, http_answer *a, const weir_http1_request *req);
@@ -66,7 +69,12 @@ routes_state *routes_state_new(const serve_options *o, bool admin)
                            (size_t)o->max_batch};
     rs->opt = o;
     rs->admin = admin;
+    if (admin && !(rs->quotas = admin_quotas_new())) {
+        free(rs);
+        return NULL;
+    }
     if (!(rs->decoder = weir_api_decoder_new(&lim))) {
+        admin_quotas_free(rs->quotas);
         free(rs);
         return NULL;
     }
@@ -78,6 +86,7 @@ void routes_state_free(routes_state *rs)
     if (!rs)
         return;
     weir_api_decoder_free(rs->decoder);
+    admin_quotas_free(rs->quotas);
     free(rs);
 }
 
@@ -85,7 +94,7 @@ void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *r
 {
     worker *w = a->conn->w;
     if (rs->admin) {
-        admin_handle(a, req);
+        admin_handle(rs->quotas, a, req);
         return;
     }
     for (size_t i = 0; i < N_ROUTES; i++) {
@@ -544,6 +553,7 @@ static void healthz(routes_state *rs, http_answer *a, const weir_http1_request *
             health_nodes(w->srv->store, &w->body);
         weir_buf_putc(&w->body, '}');
     }
+    quota_service_health(w->srv->quotas, &w->body, server_now_us(w->srv));
     weir_buf_putc(&w->body, '}');
     if (!weir_buf_ok(&w->body)) {
         http_answer_problem(a, 500, "out of memory");
@@ -593,6 +603,7 @@ static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_reque
     worker *w = a->conn->w;
     weir_buf_clear(&w->body);
     metrics_render(w->srv->metrics, w->srv->store, &w->body);
+    quota_service_metrics(w->srv->quotas, &w->body, server_now_us(w->srv));
     if (!weir_buf_ok(&w->body)) {
         http_answer_problem(a, 500, "out of memory");
         return;

@@ -110,6 +110,11 @@ void weir_api_render_error(weir_buf *out, int status, const char *detail);
  *  fault, e.g. "overrides[2].unit" (none when @field is NULL). */
 void weir_api_render_error_at(weir_buf *out, int status, const char *detail, const char *field);
 
+/** Percent-decodes s[0..n) to @out (room for @n bytes); '+' is a space
+ *  when @plus_is_space (a query), itself otherwise (a path). Returns the
+ *  decoded length, or SIZE_MAX on a bad escape. */
+size_t weir_api_percent_decode(const char *s, size_t n, char *out, bool plus_is_space);
+
 /* ------------------------------------------------------------ explaining */
 
 /*

@@ -23,9 +23,7 @@ static int hex_value(char c)
     return -1;
 }
 
-/* Percent-decodes s[0..n) to out ('+' is a space); returns the decoded
- * length, or SIZE_MAX on a bad escape. out has room for n bytes. */
-static size_t percent_decode(const char *s, size_t n, char *out)
+size_t weir_api_percent_decode(const char *s, size_t n, char *out, bool plus_is_space)
 {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
@@ -38,7 +36,7 @@ static size_t percent_decode(const char *s, size_t n, char *out)
             out[k++] = (char)(hi * 16 + lo);
             i += 2;
         } else {
-            out[k++] = ch == '+' ? ' ' : ch;
+            out[k++] = ch == '+' && plus_is_space ? ' ' : ch;
         }
     }
     return k;
@@ -84,7 +82,7 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
         const char *eq = memchr(pair, '=', pair_len);
         size_t key_raw = eq ? (size_t)(eq - pair) : pair_len;
         char *key = d->scratch + used;
-        size_t key_len = percent_decode(pair, key_raw, key);
+        size_t key_len = weir_api_percent_decode(pair, key_raw, key, true);
         if (key_len == SIZE_MAX)
             return weir_api_dec_error(err, 400, NULL, "bad percent-escape in query");
         used += key_len;
@@ -92,7 +90,7 @@ bool weir_api_decode_query(weir_api_decoder *d, const char *query, size_t len,
             return weir_api_dec_error(err, 400, NULL, "query parameter '%s' has no value",
                                       weir_api_dec_quote(q, key, key_len));
         char *value = d->scratch + used;
-        size_t value_len = percent_decode(eq + 1, pair_len - key_raw - 1, value);
+        size_t value_len = weir_api_percent_decode(eq + 1, pair_len - key_raw - 1, value, true);
         if (value_len == SIZE_MAX)
             return weir_api_dec_error(err, 400, NULL, "bad percent-escape in query");
         used += value_len;

@@ -487,6 +487,10 @@ static weir_http1_method map_method(unsigned m)
         return WEIR_HTTP1_HEAD;
     case HTTP_POST:
         return WEIR_HTTP1_POST;
+    case HTTP_PUT:
+        return WEIR_HTTP1_PUT;
+    case HTTP_DELETE:
+        return WEIR_HTTP1_DELETE;
     default:
         return WEIR_HTTP1_OTHER;
     }

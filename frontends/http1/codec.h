@@ -31,7 +31,9 @@ typedef enum weir_http1_method {
     WEIR_HTTP1_GET,
     WEIR_HTTP1_HEAD,
     WEIR_HTTP1_POST,
-    WEIR_HTTP1_OTHER /* any other valid method: the router answers 405 */
+    WEIR_HTTP1_PUT,    /* the admin API's */
+    WEIR_HTTP1_DELETE, /* the admin API's */
+    WEIR_HTTP1_OTHER   /* any other valid method: the router answers 405 */
 } weir_http1_method;
 
 /** A view into the parser's buffer: valid until the next weir_http1_feed()

@@ -234,6 +234,15 @@ WEIR_API weir_status weir_engine_set_tenants(weir_engine *engine, weir_tenants *
 /** Since 0.2. Records of the table in force (0 with none). */
 WEIR_API size_t weir_engine_tenant_count(weir_engine *engine);
 
+/** Since 0.2. A hold on the rules in force: a reload meanwhile does not
+ *  free them. */
+typedef struct weir_rules_hold weir_rules_hold;
+
+/** Since 0.2. The rules in force, held until weir_engine_rules_unhold()
+ *  of *@hold; NULL only for a NULL argument. Thread-safe. */
+WEIR_API const weir_rules *weir_engine_rules_hold(weir_engine *engine, weir_rules_hold **hold);
+WEIR_API void weir_engine_rules_unhold(weir_rules_hold *hold);
+
 /**
  * weir_engine_reload_path() - load a rule file or directory and, if it is
  * valid, put it in force (weir_engine_reload()).

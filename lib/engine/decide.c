@@ -12,6 +12,7 @@
  * decision completes when both batches have.
  */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/context.h"
@@ -246,6 +247,39 @@ static weir_status effective(weir_engine_reader *rd, const weir_rule_limit *l,
     p->rpu = o->requests_per_unit;
     p->unit = o->unit;
     p->window_us = spec.window_us;
+    return WEIR_OK;
+}
+
+/* A calendar period [start, end) counted as a fixed window: the store's
+ * windows are aligned to multiples of their length from time 0, so the
+ * window is end / m for the largest m of the form 2^a 5^b (a, b <= 6,
+ * divisors of every whole second in microseconds) that keeps it at least
+ * as long as the period: the one window holding the period then ends
+ * exactly at its end, and resets, retries and expiries come out right.
+ * The counter is named by the period's start too (@period), so each
+ * period counts afresh, and the store's algorithms and scripts stay as
+ * they are. */
+static weir_status calendar_limit(weir_engine_reader *rd, const weir_rule_limit *l, int64_t now_us,
+                                  pending *p, int64_t *period)
+{
+    int64_t start, end;
+    if (weir_calendar_period(l->tz, l->calendar, now_us < 0 ? 0 : now_us, &start, &end) !=
+            WEIR_OK ||
+        end <= start || end % US_PER_S != 0)
+        return WEIR_ERANGE;
+    int64_t bound = end / (end - start), m = 1;
+    for (int64_t two = 1; two <= 64; two *= 2)
+        for (int64_t five = 1; five <= 15625; five *= 5)
+            if (two * five <= bound && two * five > m)
+                m = two * five;
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_FIXED_WINDOW, .limit = l->requests_per_unit, .window_us = end / m};
+    weir_status st = compile_override(rd, &spec, &p->eff);
+    if (st != WEIR_OK)
+        return st;
+    p->lim = &p->eff;
+    p->window_us = end - start;
+    *period = start;
     return WEIR_OK;
 }
 
@@ -696,6 +730,11 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
         return refuse(rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
                       d);
+    /* a calendar limit counts its period: from @period on */
+    bool calendar = l->calendar != WEIR_CALENDAR_NONE && !desc->limit;
+    int64_t period = 0;
+    if (calendar && (st = calendar_limit(rd, l, dc->now_us, p, &period)) != WEIR_OK)
+        return refuse(rd, WEIR_REFUSAL_NO_MEMORY, d);
     unsigned char *key = dc->keys[dc->n_pending];
     if (e->shared_keys) {
         /* the same values are refused as with digests (below), so a
@@ -706,6 +745,9 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
         weir__counter_name cn = {req->domain,   req->domain_len,     lp->id.lo, lp->id.hi,   pc->m,
                                  desc->entries, desc->limit != NULL, p->rpu,    p->window_us};
         size_t len = weir__stable_key(&cn, rd->scratch);
+        if (calendar)
+            len += (size_t)snprintf(rd->scratch + len, sizeof(rd->scratch) - len, ":c%lld",
+                                    (long long)(period / US_PER_S));
         if (!keep_key(dc, dc->n_pending, rd->scratch, len))
             return refuse(rd, WEIR_REFUSAL_NO_MEMORY, -1);
     } else if (lp->fixed && !desc->limit) {
@@ -719,6 +761,13 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
         if (len == 0)
             return refuse(rd, WEIR_REFUSAL_VALUES_TOO_LONG, d);
         counter_digest(rd->scratch, len, e->secret, key);
+    }
+    if (calendar && !e->shared_keys) {
+        /* a counter of its own each period */
+        unsigned char kp[DIGEST_BYTES + sizeof(period)];
+        memcpy(kp, key, DIGEST_BYTES);
+        memcpy(kp + DIGEST_BYTES, &period, sizeof(period));
+        counter_digest(kp, sizeof(kp), e->secret, key);
     }
     /* the counter's cache miss overlaps the rest of the planning */
     if (e->prefetch)

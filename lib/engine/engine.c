@@ -192,3 +192,20 @@ void weir_engine_reader_free(weir_engine_reader *reader)
     if (reader && atomic_fetch_or(&reader->live, READER_FREEING) == 0)
         weir__reader_destroy(reader);
 }
+
+const weir_rules *weir_engine_rules_hold(weir_engine *engine, weir_rules_hold **hold)
+{
+    if (!engine || !hold)
+        return NULL;
+    pthread_mutex_lock(&engine->write_lock);
+    ruleset *rs = engine->current;
+    atomic_fetch_add(&rs->refs, 1);
+    pthread_mutex_unlock(&engine->write_lock);
+    *hold = (weir_rules_hold *)rs;
+    return rs->rules;
+}
+
+void weir_engine_rules_unhold(weir_rules_hold *hold)
+{
+    weir__ruleset_release((ruleset *)hold);
+}

@@ -15,6 +15,13 @@
 #define US_PER_S 1000000LL
 #define CHUNK_BYTES 65536u
 
+/* A zone loaded for the table's calendar overrides, once per name. */
+typedef struct tenant_zone {
+    const char *name;
+    weir_tz *tz;
+    struct tenant_zone *next;
+} tenant_zone;
+
 typedef struct tenant_chunk {
     struct tenant_chunk *next;
     char bytes[];
@@ -37,6 +44,11 @@ weir_status weir_tenants_new(weir_ctx *ctx, weir_tenants **out)
 
 static void tenants_destroy(weir_tenants *t)
 {
+    for (struct tenant_zone *z = t->zones, *next; z; z = next) {
+        next = z->next;
+        weir_tz_free(z->tz);
+        weir__free(t->ctx, z);
+    }
     for (tenant_chunk *c = t->chunks, *next; c; c = next) {
         next = c->next;
         weir__free(t->ctx, c);
@@ -208,13 +220,35 @@ static weir_status compile_limit(const weir_tenant_limit *in, tenant_limit *out)
     return st == WEIR_EINVAL ? WEIR_ERANGE : st;
 }
 
-/* The zone of a calendar override. */
+/* The zone of a calendar override (NULL for UTC) into @l. */
 static weir_status tenants_zone(weir_tenants *t, const char *name, weir_rule_limit *l)
 {
-    (void)t;
-    if (name && *name && strcmp(name, "UTC") != 0)
-        return WEIR_EIO; /* zone files: with the time zone code */
     l->tz = NULL;
+    l->time_zone = NULL;
+    if (!name || !*name || strcmp(name, "UTC") == 0)
+        return WEIR_OK;
+    for (tenant_zone *z = t->zones; z; z = z->next) {
+        if (strcmp(z->name, name) == 0) {
+            l->tz = z->tz;
+            l->time_zone = z->name;
+            return WEIR_OK;
+        }
+    }
+    tenant_zone *z = weir__calloc(t->ctx, 1, sizeof(*z));
+    if (!z)
+        return WEIR_ENOMEM;
+    weir_status st = weir_tz_load(t->ctx, name, &z->tz);
+    if (st == WEIR_OK && !(z->name = keep(t, name, strlen(name))))
+        st = WEIR_ENOMEM;
+    if (st != WEIR_OK) {
+        weir_tz_free(z->tz);
+        weir__free(t->ctx, z);
+        return st;
+    }
+    z->next = t->zones;
+    t->zones = z;
+    l->tz = z->tz;
+    l->time_zone = z->name;
     return WEIR_OK;
 }
 

@@ -50,6 +50,7 @@ struct weir_tenants {
     uint32_t *slots; /* index + 1 into recs; 0 = empty; a power of 2 */
     size_t mask;
     struct tenant_chunk *chunks; /* strings */
+    struct tenant_zone *zones;   /* the calendar overrides' zones */
     size_t chunk_left;
     char *chunk_at;
 };

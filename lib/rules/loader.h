@@ -79,8 +79,16 @@ typedef struct rules_warning {
     struct rules_warning *next;
 } rules_warning;
 
+/* A time zone loaded for calendar limits, once per name per load. */
+typedef struct rules_zone {
+    const char *name;
+    weir_tz *tz;
+    struct rules_zone *next;
+} rules_zone;
+
 struct weir_rules {
     weir_ctx *ctx;
+    rules_zone *zones; /* freed with the tree */
     rules_chunk *chunks;
     weir_rules_domain *first_domain;
     weir_rules_domain *last_domain;
@@ -130,6 +138,10 @@ void weir__rules_add_domain(rules_loader *ld, const char *name, const char *file
 void weir__rules_finish(rules_loader *ld);
 /* Release a tree's arena and the tree. */
 void weir__rules_release(weir_rules *rules);
+
+/* The zone named @name (loaded once per load; NULL for UTC) into *tz;
+ * NULL, or a static reason it cannot be used. */
+const char *weir__rules_zone(rules_loader *ld, const char *name, const struct weir_tz **tz);
 
 /* ---- values.c: scalar conversions. Each returns NULL on success or a
  * static reason on failure. */

@@ -36,6 +36,8 @@ enum rl_field {
     RL_OVER_LIMIT_CACHE,
     RL_SYNC,
     RL_SYNC_INTERVAL,
+    RL_CALENDAR,
+    RL_TIME_ZONE,
     RL_N
 };
 
@@ -55,6 +57,8 @@ static const char *const rl_names[RL_N] = {
     [RL_OVER_LIMIT_CACHE] = "over_limit_cache",
     [RL_SYNC] = "sync",
     [RL_SYNC_INTERVAL] = "sync_interval",
+    [RL_CALENDAR] = "calendar",
+    [RL_TIME_ZONE] = "time_zone",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -284,6 +288,19 @@ static weir_rule_limit *read_rate_limit(yp *p)
                     ERR(p, at[k], "sync_interval '%.64s' must be from 1ms to 60s", s);
             }
             break;
+        case RL_CALENDAR:
+            if ((s = weir__yp_scalar(p, "calendar")) != NULL &&
+                weir_calendar_parse(s, strlen(s), &l->calendar) != WEIR_OK)
+                ERR(p, at[k], "invalid calendar '%.64s' (expected day, month or year)", s);
+            break;
+        case RL_TIME_ZONE:
+            if ((s = weir__yp_string(p, "time_zone", WEIR_TZ_MAX_NAME_BYTES)) != NULL) {
+                const char *why = weir__rules_zone(ld, s, &l->tz);
+                if (why)
+                    ERR(p, at[k], "time_zone '%.64s': %s", s, why);
+                l->time_zone = s;
+            }
+            break;
         case RL_COUNT_REJECTED:
             if (weir__yp_bool(p, "count_rejected", &b))
                 l->count_rejected = b;
@@ -302,6 +319,22 @@ static weir_rule_limit *read_rate_limit(yp *p)
         return NULL;
 
     bool has_window = seen & (UINT64_C(1) << RL_WINDOW);
+    if (l->calendar != WEIR_CALENDAR_NONE) {
+        /* a billing quota: the calendar period is the window */
+        if (unit_ok || unit_bad || has_window)
+            ERR(p, at[unit_ok || unit_bad ? RL_UNIT : RL_WINDOW],
+                "'calendar' is the window: give no 'unit' or 'window' with it");
+        if ((seen & (UINT64_C(1) << RL_ALGORITHM)) && l->algorithm != WEIR_ALGO_FIXED_WINDOW)
+            ERR(p, at[RL_ALGORITHM], "a calendar period is counted as a fixed_window");
+        static const weir_rule_unit unit_of[] = {WEIR_UNIT_NONE, WEIR_UNIT_DAY, WEIR_UNIT_MONTH,
+                                                 WEIR_UNIT_YEAR};
+        l->algorithm = WEIR_ALGO_FIXED_WINDOW;
+        l->unit = unit_of[l->calendar];
+        weir__rules_parse_unit(weir_rule_unit_name(l->unit), &l->unit, &l->window_us);
+        unit_ok = true;
+    } else if (seen & (UINT64_C(1) << RL_TIME_ZONE)) {
+        ERR(p, at[RL_TIME_ZONE], "'time_zone' applies to a 'calendar' limit only");
+    }
     if (l->unlimited) {
         if (unit_ok)
             ERR(p, at[RL_UNIT], "should not specify rate limit unit when unlimited");

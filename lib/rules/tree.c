@@ -332,8 +332,38 @@ void weir__rules_finish(rules_loader *ld)
     }
 }
 
+const char *weir__rules_zone(rules_loader *ld, const char *name, const weir_tz **tz)
+{
+    *tz = NULL;
+    if (!*name || strcmp(name, "UTC") == 0)
+        return NULL;
+    weir_rules *r = ld->rules;
+    for (rules_zone *z = r->zones; z; z = z->next) {
+        if (strcmp(z->name, name) == 0) {
+            *tz = z->tz;
+            return NULL;
+        }
+    }
+    rules_zone *z = weir__rules_alloc(ld, sizeof(*z));
+    if (!z)
+        return "out of memory";
+    weir_status st = weir_tz_load(r->ctx, name, &z->tz);
+    if (st != WEIR_OK)
+        return st == WEIR_EIO      ? "no such zone in the system's time zone data"
+               : st == WEIR_EPARSE ? "its zone file is malformed"
+               : st == WEIR_ENOMEM ? "out of memory"
+                                   : "not a time zone name (e.g. America/New_York)";
+    z->name = name;
+    z->next = r->zones;
+    r->zones = z;
+    *tz = z->tz;
+    return NULL;
+}
+
 void weir__rules_release(weir_rules *rules)
 {
+    for (rules_zone *z = rules->zones; z; z = z->next)
+        weir_tz_free(z->tz);
     rules_chunk *c = rules->chunks;
     while (c) {
         rules_chunk *next = c->next;

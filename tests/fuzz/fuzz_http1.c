@@ -87,6 +87,8 @@ static uint64_t check_request(const weir_http1_request *r, uint64_t h)
     check((r->method == WEIR_HTTP1_GET) == str_eq(r->method_name, "GET"));
     check((r->method == WEIR_HTTP1_HEAD) == str_eq(r->method_name, "HEAD"));
     check((r->method == WEIR_HTTP1_POST) == str_eq(r->method_name, "POST"));
+    check((r->method == WEIR_HTTP1_PUT) == str_eq(r->method_name, "PUT"));
+    check((r->method == WEIR_HTTP1_DELETE) == str_eq(r->method_name, "DELETE"));
     /* path and query are the target (after the scheme and authority of an
      * absolute-form target) split at the first '?' */
     const char *t_end = r->target.p + r->target.n;

@@ -10,4 +10,7 @@
 /* weir_rules_parse() of @yaml as "test.yaml", asserting WEIR_OK. */
 weir_rules *test_rules_parse(weir_ctx *ctx, const char *yaml);
 
+/* Asserts that @yaml is refused with a problem whose message holds @want. */
+void test_rules_expect_error(const char *yaml, const char *want);
+
 #endif /* WEIR_TEST_RULES_SUPPORT_H */

@@ -48,7 +48,9 @@ static void refuses_bad_files(void **unused)
          "line 2: a name or a token given twice"},
         {"a aaaaaaaaaaaaaaaaaaaa\nb aaaaaaaaaaaaaaaaaaaa\n",
          "line 2: a name or a token given twice"},
-        {"a aaaaaaaa\x01" "aaaaaaaaaaa\n", "line 1: a token is"},
+        {"a aaaaaaaa\x01"
+         "aaaaaaaaaaa\n",
+         "line 1: a token is"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char why[160] = "";

@@ -498,10 +498,10 @@ static void other_methods(void **unused)
     (void)unused;
     fixture f = make_default();
     weir_http1_request r = one(&f, "DELETE /x HTTP/1.1\r\n\r\n");
-    assert_int_equal(r.method, WEIR_HTTP1_OTHER);
+    assert_int_equal(r.method, WEIR_HTTP1_DELETE);
     str_is(r.method_name, "DELETE");
     r = one(&f, "PUT /y HTTP/1.1\r\nContent-Length: 1\r\n\r\nz");
-    assert_int_equal(r.method, WEIR_HTTP1_OTHER);
+    assert_int_equal(r.method, WEIR_HTTP1_PUT);
     str_is(r.method_name, "PUT");
     str_is(r.body, "z");
     r = one(&f, "OPTIONS * HTTP/1.1\r\n\r\n");

@@ -42,11 +42,19 @@ install: build
 # the URLs it listens on. Ctrl-C stops it. Extra flags: make run ARGS='...'
 # Only what the service needs is installed and built (the binary); the rule
 # path is absolute, so the command works from any directory (make -C).
+# The admin API (127.0.0.1:8082) gets a token of its own, made once into
+# build/admin-tokens, and tenants' records in build/quotas.db (SQLite);
+# RULES=examples/tenants.yaml serves the tenants example (docs/QUOTAS.md).
+RULES ?= $(CURDIR)/examples/rules.yaml
 run:
 	@scripts/deps.sh run
 	$(RELEASE)
 	$(CMAKE) --build build -j $(JOBS) --target weir
-	./build/weir serve --rules $(CURDIR)/examples/rules.yaml $(ARGS)
+	@[ -s build/admin-tokens ] || (umask 077; printf 'local %s\n' \
+	    "$$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" > build/admin-tokens)
+	@echo "admin token: $$(awk '{print $$2}' build/admin-tokens) (build/admin-tokens)"
+	./build/weir serve --rules $(abspath $(RULES)) --admin-token-file $(CURDIR)/build/admin-tokens \
+	    --quota-db sqlite://$(CURDIR)/build/quotas.db $(ARGS)
 
 test: deps node-deps test-asan test-tsan test-clang
 

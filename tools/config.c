@@ -159,9 +159,19 @@ int weir_cli_config(int argc, char **argv)
         printf("\n");
         for (size_t i = 0; i < nd; i++) {
             const weir_rules_domain *d = weir_rules_domain_at(rules, i);
-            printf("  domain %s: %zu top-level descriptor%s\n", weir_rules_domain_name(d),
+            printf("  domain %s: %zu top-level descriptor%s", weir_rules_domain_name(d),
                    weir_rules_domain_rule_count(d),
                    weir_rules_domain_rule_count(d) == 1 ? "" : "s");
+            size_t nt = weir_rules_domain_tier_count(d);
+            if (weir_rules_domain_tenant_key(d)) {
+                printf("; tenants by %s, %zu tier%s (", weir_rules_domain_tenant_key(d), nt,
+                       nt == 1 ? "" : "s");
+                for (size_t t = 0; t < nt; t++)
+                    printf("%s%s", t ? ", " : "", weir_rules_domain_tier_name(d, t));
+                const char *dflt = weir_rules_domain_default_tier(d);
+                printf(")%s%s", dflt ? ", default " : "", dflt ? dflt : "");
+            }
+            printf("\n");
         }
     } else {
         weir_buf text;

@@ -14,6 +14,7 @@
 #include "quota/db.h"
 #include "quota/json.h"
 #include "quota/service.h"
+#include "tiers.h"
 #include "worker.h"
 
 #define PAGE_DEFAULT 100u
@@ -216,7 +217,16 @@ static void answer_record(http_answer *a, int status, const quota_tenant *t)
     weir_buf_clear(&w->body);
     weir_headers_clear(&w->headers);
     etag_header(w, t->version);
-    quota_json_render_tenant(&w->body, t, NULL);
+    /* "quotas":{"default": the tier's own limits, as seed 004 shows them} */
+    weir_buf tier;
+    weir_buf_init(&tier, 1u << 20);
+    weir_rules_hold *hold;
+    const weir_rules *rules = weir_engine_rules_hold(w->srv->engine, &hold);
+    bool has = admin_render_tier_default(&tier, rules, t->tier);
+    weir_engine_rules_unhold(hold);
+    weir_buf_putc(&tier, '\0');
+    quota_json_render_tenant(&w->body, t, has && weir_buf_ok(&tier) ? tier.p : NULL);
+    weir_buf_free(&tier);
     if (!weir_buf_ok(&w->body)) {
         problem(a, 500, "out of memory");
         return;

@@ -89,3 +89,18 @@ void admin_render_tiers(weir_buf *b, const weir_rules *rules)
     }
     weir_buf_puts(b, "]}");
 }
+
+bool admin_render_tier_default(weir_buf *b, const weir_rules *rules, const char *tier)
+{
+    for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
+        const weir_rule *root = weir_rules_domain_find_tier(weir_rules_domain_at(rules, d), tier);
+        if (!root)
+            continue;
+        weir_buf_putc(b, '[');
+        bool first = true;
+        put_limits(b, root, NULL, &first);
+        weir_buf_putc(b, ']');
+        return true;
+    }
+    return false;
+}

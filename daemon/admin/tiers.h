@@ -15,4 +15,9 @@
  *  (domains without a tenants section left out) into @b. */
 void admin_render_tiers(weir_buf *b, const weir_rules *rules);
 
+/** The limits tier @tier gives a tenant's own descriptor (the scope
+ *  "default"), as a JSON array, from the first domain that has the tier;
+ *  false (nothing written) when none has it. */
+bool admin_render_tier_default(weir_buf *b, const weir_rules *rules, const char *tier);
+
 #endif /* WEIR_DAEMON_ADMIN_TIERS_H */

@@ -41,6 +41,12 @@ static void walk(const weir_rule *n, unsigned depth, size_t *rules, size_t *limi
             check(l->compiled.window_us == l->window_us);
             check(l->compiled.limit == l->requests_per_unit);
             check(weir_state_size(&l->compiled) > 0);
+            if (l->calendar != WEIR_CALENDAR_NONE)
+                check(l->algorithm == WEIR_ALGO_FIXED_WINDOW &&
+                      (l->unit == WEIR_UNIT_DAY || l->unit == WEIR_UNIT_MONTH ||
+                       l->unit == WEIR_UNIT_YEAR));
+            else
+                check(l->time_zone == NULL && l->tz == NULL);
         }
         for (size_t j = 0; j < l->n_replaces; j++)
             check(l->replaces[j] && *l->replaces[j]);
@@ -77,6 +83,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(weir_rules_find_domain(r, weir_rules_domain_name(dom)) == dom);
             for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
                 walk(weir_rules_domain_rule(dom, i), 1, &rules, &limits);
+            /* a tier is a body under the tenant key, with no value */
+            const char *tkey = weir_rules_domain_tenant_key(dom);
+            size_t nt = weir_rules_domain_tier_count(dom);
+            check(tkey || nt == 0);
+            const char *dflt = weir_rules_domain_default_tier(dom);
+            check(!dflt || weir_rules_domain_find_tier(dom, dflt) != NULL);
+            for (size_t t = 0; t < nt; t++) {
+                const weir_rule *root = weir_rules_domain_tier(dom, t);
+                const char *name = weir_rules_domain_tier_name(dom, t);
+                check(root && name && *name && strlen(name) <= WEIR_RULES_MAX_TIER_NAME_BYTES);
+                check(strcmp(weir_rule_key(root), tkey) == 0 && !weir_rule_value(root));
+                check(weir_rules_domain_find_tier(dom, name) == root);
+                walk(root, 1, &rules, &limits);
+            }
+            check(weir_rules_domain_tier(dom, nt) == NULL);
         }
         check(rules == weir_rules_rule_count(r));
         check(limits == weir_rules_limit_count(r));

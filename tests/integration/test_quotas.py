@@ -86,6 +86,9 @@ def test_put_get_delete_and_the_audit(weir):
     rec = r.json()
     assert rec["api_key"] == "abc123" and rec["tier"] == "pro" and rec["version"] == 1
     assert rec["quotas"]["overrides"] == PRO["overrides"]
+    # the tier's own limits, from the rules in force
+    assert rec["quotas"]["default"] == [{"descriptor": "default", "requests_per_unit": 10,
+                                         "unit": "minute", "algorithm": "fixed_window"}]
     assert rec["effective_at"] is None and rec["expires_at"] is None
     r = a.get(q("abc123"))
     assert r.status == 200 and r.json()["tier"] == "pro" and r.header("ETag") == '"1"'

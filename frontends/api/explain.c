@@ -118,23 +118,34 @@ static const char *verdict(const weir_rule_limit *l, const weir_limit_outcome *o
 typedef void (*limit_fn)(weir_buf *b, const weir_rule_limit *l, const weir_limit_outcome *o,
                          bool first);
 
+/* Whether @l is one of @rule's limits. */
+static bool limit_of(const weir_rule *rule, const weir_rule_limit *l)
+{
+    for (size_t i = 0; rule && i < weir_rule_limit_count(rule); i++)
+        if (weir_rule_limit_at(rule, i) == l)
+            return true;
+    return false;
+}
+
 /* Calls @fn for every limit the descriptor's decision concerns: those of
- * the rule reached, else (a descriptor that gave its own limit and
- * matched nothing) its outcomes. */
+ * the rule reached, then the outcomes of limits from elsewhere (a
+ * tenant's tier or overrides, or the limit a descriptor gave of its own
+ * when it matched nothing). */
 static void each_limit(weir_buf *b, const weir_descriptor *ds, const weir_match_trace *t,
                        const weir_descriptor_status *s, limit_fn fn)
 {
     const weir_rule *rule = rule_reached(ds, t);
     bool first = true;
-    if (rule) {
-        for (size_t i = 0; i < weir_rule_limit_count(rule); i++, first = false) {
-            const weir_rule_limit *l = weir_rule_limit_at(rule, i);
-            fn(b, l, s ? outcome_of(s, l) : NULL, first);
-        }
-        return;
+    for (size_t i = 0; rule && i < weir_rule_limit_count(rule); i++, first = false) {
+        const weir_rule_limit *l = weir_rule_limit_at(rule, i);
+        fn(b, l, s ? outcome_of(s, l) : NULL, first);
     }
-    for (size_t i = 0; s && i < s->n_outcomes; i++, first = false)
+    for (size_t i = 0; s && i < s->n_outcomes; i++) {
+        if (limit_of(rule, s->outcomes[i].limit))
+            continue;
         fn(b, s->outcomes[i].limit, &s->outcomes[i], first);
+        first = false;
+    }
 }
 
 /* The limit as it applied: the outcome's effective numbers (the request's

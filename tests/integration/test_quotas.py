@@ -306,3 +306,19 @@ def test_health_and_metrics_tell_the_tables_age(weir):
     assert weir.metric("weir_quota_db_up") == 1 and weir.metric("weir_quota_tenants") == 1
     assert 0 <= weir.metric("weir_quota_snapshot_age_seconds") < 35
     assert weir.metric("weir_quota_loads_total") >= 1
+
+
+def test_explain_names_the_tier_limits(weir):
+    assert Admin(weir).request("PUT", q("x1"), PRO).status == 201
+    deadline = time.monotonic() + 2
+    while Admin(weir).get("/admin/v1/usage/x1").json()["usage"]["default"][0]["limit"] != 10:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    body = {"domain": "api", "descriptors": [{"entries": [{"key": "api_key", "value": "x1"}]}]}
+    r = weir.post("/v1/check?explain=1", body)
+    assert r.status == 200, r
+    limits = r.json()["explain"][0]["limits"]
+    # the file's limit gave way to the tier's, which decided (with its place)
+    assert [(x["requests_per_unit"], x["verdict"]) for x in limits] == [
+        (5, "replaced"), (10, "admitted")]
+    assert limits[1]["line"] == 9 and limits[1]["file"] == weir.rules_path  # pro's rate_limit

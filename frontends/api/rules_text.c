@@ -3,10 +3,12 @@
  */
 #include "rules_text.h"
 
-static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
+static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l, const char *tier)
 {
     uint32_t f = weir_rule_flags(r);
     weir_buf_printf(b, "%s.%s:", l->domain, l->path);
+    if (tier)
+        weir_buf_printf(b, " tier=%s", tier);
     if (l->unlimited) {
         weir_buf_puts(b, " unlimited");
     } else {
@@ -15,6 +17,9 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
             weir_buf_printf(b, " unit=%s", weir_rule_unit_name(l->unit));
         weir_buf_printf(b, " window_us=%lld algorithm=%s burst=%llu", (long long)l->window_us,
                         weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
+        if (l->calendar != WEIR_CALENDAR_NONE)
+            weir_buf_printf(b, " calendar=%s time_zone=%s", weir_calendar_name(l->calendar),
+                            l->time_zone ? l->time_zone : "UTC");
         if (l->failure_mode == WEIR_FAILURE_DENY)
             weir_buf_puts(b, " failure_mode=deny");
         else if (l->failure_mode == WEIR_FAILURE_LOCAL)
@@ -41,8 +46,10 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
 
 /* envoyproxy/ratelimit's /rlconfig line: its unit names, its UNKNOWN for
  * an unlimited limit or one with a window of weir's. */
-static void put_upstream(weir_buf *b, const weir_rule *r, const weir_rule_limit *l)
+static void put_upstream(weir_buf *b, const weir_rule *r, const weir_rule_limit *l,
+                         const char *tier)
 {
+    (void)tier;
     static const char *const units[] = {"UNKNOWN", "SECOND", "MINUTE", "HOUR",
                                         "DAY",     "MONTH",  "YEAR",   "WEEK"};
     const char *unit = !l->unlimited && (unsigned)l->unit < 8 ? units[l->unit] : "UNKNOWN";
@@ -51,31 +58,35 @@ static void put_upstream(weir_buf *b, const weir_rule *r, const weir_rule_limit 
                     (weir_rule_flags(r) & WEIR_RULE_SHADOW_MODE) ? "true" : "false");
 }
 
-typedef void (*put_fn)(weir_buf *b, const weir_rule *r, const weir_rule_limit *l);
+typedef void (*put_fn)(weir_buf *b, const weir_rule *r, const weir_rule_limit *l, const char *tier);
 
-static void put_rule(weir_buf *b, const weir_rule *r, put_fn put)
+static void put_rule(weir_buf *b, const weir_rule *r, put_fn put, const char *tier)
 {
     for (size_t i = 0; i < weir_rule_limit_count(r); i++)
-        put(b, r, weir_rule_limit_at(r, i));
+        put(b, r, weir_rule_limit_at(r, i), tier);
     for (size_t i = 0; i < weir_rule_child_count(r); i++)
-        put_rule(b, weir_rule_child(r, i), put);
+        put_rule(b, weir_rule_child(r, i), put, tier);
 }
 
-static void render(weir_buf *out, const weir_rules *rules, put_fn put)
+/* Every limit of every domain; then, with @tiers, each tier's, marked
+ * with its name (upstream's form has no tiers). */
+static void render(weir_buf *out, const weir_rules *rules, put_fn put, bool tiers)
 {
     for (size_t i = 0; i < weir_rules_domain_count(rules); i++) {
         const weir_rules_domain *d = weir_rules_domain_at(rules, i);
         for (size_t j = 0; j < weir_rules_domain_rule_count(d); j++)
-            put_rule(out, weir_rules_domain_rule(d, j), put);
+            put_rule(out, weir_rules_domain_rule(d, j), put, NULL);
+        for (size_t t = 0; tiers && t < weir_rules_domain_tier_count(d); t++)
+            put_rule(out, weir_rules_domain_tier(d, t), put, weir_rules_domain_tier_name(d, t));
     }
 }
 
 void weir_api_render_rules(weir_buf *out, const weir_rules *rules)
 {
-    render(out, rules, put_limit);
+    render(out, rules, put_limit, true);
 }
 
 void weir_api_render_rlconfig(weir_buf *out, const weir_rules *rules)
 {
-    render(out, rules, put_upstream);
+    render(out, rules, put_upstream, false);
 }

@@ -95,6 +95,9 @@ static void db_failed(admin_quotas *q, http_answer *a, quota_db_status st)
                  quota_db_error(q->db));
         problem(a, 503, detail);
         return;
+    case QDB_INVALID: /* the request's text, not the server: a key that is not UTF-8 */
+        problem(a, 400, quota_db_error(q->db));
+        return;
     default:
         snprintf(detail, sizeof(detail), "the quota database failed: %s", quota_db_error(q->db));
         problem(a, 500, detail);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/utf8.h"
 #include "quota/db_internal.h"
 
 #define DEFAULT_TIMEOUT_MS 5000u
@@ -69,6 +70,11 @@ bool quota_db_changed(quota_db *db)
     return db->ops->changed(db);
 }
 
+bool quota_db_lost(const quota_db *db)
+{
+    return db->ops->lost && db->ops->lost(db);
+}
+
 int quota_db_fd(const quota_db *db)
 {
     return db->ops->fd(db);
@@ -118,6 +124,16 @@ static quota_db_status invalid(quota_db *db, const char *what)
     return QDB_ERROR;
 }
 
+/* Text that an engine storing text only (PostgreSQL) would fail on at
+ * the server ("invalid byte sequence"): refused here, saying why. */
+static quota_db_status check_utf8(quota_db *db, const char *field, const char *s, size_t n)
+{
+    if (!db->ops->utf8_only || weir_utf8_valid(s, n))
+        return QDB_OK;
+    qdb_errorf(db, "%s is not valid UTF-8 (the quota database stores text)", field);
+    return QDB_INVALID;
+}
+
 /* @key (@len bytes) into @buf, NUL-terminated, when it is a key */
 static quota_db_status check_key(quota_db *db, const char *key, size_t len,
                                  char buf[QUOTA_MAX_KEY_BYTES + 1])
@@ -128,20 +144,27 @@ static quota_db_status check_key(quota_db *db, const char *key, size_t len,
         return invalid(db, "the tenant key is longer than 256 bytes");
     if (memchr(key, '\0', len))
         return invalid(db, "the tenant key holds a NUL byte");
+    quota_db_status st = check_utf8(db, "the tenant key", key, len);
+    if (st != QDB_OK)
+        return st;
     memcpy(buf, key, len);
     buf[len] = '\0';
     return QDB_OK;
 }
 
-/* A NUL-terminated field of @cap bytes at most, non-empty unless @empty_ok. */
-static bool check_text(quota_db *db, const char *field, const char *s, size_t cap, bool empty_ok)
+/* A NUL-terminated field of @cap bytes at most, non-empty unless
+ * @empty_ok, that the engine can store. */
+static quota_db_status check_text(quota_db *db, const char *field, const char *s, size_t cap,
+                                  bool empty_ok)
 {
     size_t n = strnlen(s, cap + 1);
     if (n > cap)
         qdb_errorf(db, "%s is longer than %zu bytes", field, cap);
     else if (n == 0 && !empty_ok)
         qdb_errorf(db, "%s is empty", field);
-    return n <= cap && (n > 0 || empty_ok);
+    else
+        return check_utf8(db, field, s, n);
+    return QDB_ERROR;
 }
 
 static bool same_window(const quota_override *a, const quota_override *b)
@@ -155,11 +178,12 @@ static quota_db_status check_override(quota_db *db, const quota_tenant *t, size_
     const quota_override *o = &t->overrides[i];
     char field[48];
     snprintf(field, sizeof field, "override %zu's descriptor", i + 1);
-    if (!check_text(db, field, o->descriptor, QUOTA_MAX_DESCRIPTOR_BYTES, false))
-        return QDB_ERROR;
+    quota_db_status st = check_text(db, field, o->descriptor, QUOTA_MAX_DESCRIPTOR_BYTES, false);
+    if (st != QDB_OK)
+        return st;
     snprintf(field, sizeof field, "override %zu's time zone", i + 1);
-    if (!check_text(db, field, o->time_zone, QUOTA_MAX_TZ_BYTES, true))
-        return QDB_ERROR;
+    if ((st = check_text(db, field, o->time_zone, QUOTA_MAX_TZ_BYTES, true)) != QDB_OK)
+        return st;
     const char *what = NULL;
     if (o->requests_per_unit > UINT32_MAX)
         what = "requests_per_unit is past 4294967295";
@@ -188,8 +212,8 @@ static quota_db_status check_tenant(quota_db *db, const quota_tenant *t,
     quota_db_status st = check_key(db, t->key, t->key_len, key);
     if (st != QDB_OK)
         return st;
-    if (!check_text(db, "the tier", t->tier, QUOTA_MAX_TIER_BYTES, false))
-        return QDB_ERROR;
+    if ((st = check_text(db, "the tier", t->tier, QUOTA_MAX_TIER_BYTES, false)) != QDB_OK)
+        return st;
     if (t->n_overrides > QUOTA_MAX_OVERRIDES)
         return invalid(db, "a tenant has 64 overrides at most");
     for (size_t i = 0; i < t->n_overrides; i++) {
@@ -273,8 +297,8 @@ quota_db_status quota_db_list(quota_db *db, const char *tier, const char *after,
     list_state ls = {.out = out, .limit = limit};
     char a[QUOTA_MAX_KEY_BYTES + 1] = "";
     quota_db_status st = check_limit(db, limit);
-    if (st == QDB_OK && tier && !check_text(db, "the tier", tier, QUOTA_MAX_TIER_BYTES, false))
-        st = QDB_ERROR;
+    if (st == QDB_OK && tier)
+        st = check_text(db, "the tier", tier, QUOTA_MAX_TIER_BYTES, false);
     if (st == QDB_OK && after && after_len > 0)
         st = check_key(db, after, after_len, a);
     else
@@ -424,9 +448,8 @@ quota_db_status quota_db_put(quota_db *db, const quota_tenant *t, int64_t if_mat
     changed = changed ? changed : &c2;
     *created = *changed = false;
     quota_db_status st = check_tenant(db, t, key);
-    if (st == QDB_OK &&
-        !check_text(db, "the actor", actor ? actor : "", QUOTA_MAX_ACTOR_BYTES, true))
-        st = QDB_ERROR;
+    if (st == QDB_OK)
+        st = check_text(db, "the actor", actor ? actor : "", QUOTA_MAX_ACTOR_BYTES, true);
     if (st != QDB_OK)
         return st;
     quota_tenant *cur = malloc(sizeof *cur), *next = malloc(sizeof *next);
@@ -455,9 +478,8 @@ quota_db_status quota_db_delete(quota_db *db, const char *key, size_t key_len, i
     quota_db_status st = check_key(db, key, key_len, k);
     if (st == QDB_OK && if_match == 0)
         st = invalid(db, "a delete's If-Match is a version (or none)");
-    if (st == QDB_OK &&
-        !check_text(db, "the actor", actor ? actor : "", QUOTA_MAX_ACTOR_BYTES, true))
-        st = QDB_ERROR;
+    if (st == QDB_OK)
+        st = check_text(db, "the actor", actor ? actor : "", QUOTA_MAX_ACTOR_BYTES, true);
     quota_tenant *cur = st == QDB_OK ? malloc(sizeof *cur) : NULL;
     if (st == QDB_OK && !cur)
         st = invalid(db, "out of memory");

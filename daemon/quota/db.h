@@ -11,8 +11,8 @@
  * at open, each once, in order, in a transaction.
  *
  * Keys hold any bytes but NUL on SQLite; PostgreSQL stores text, so there
- * a key, tier or descriptor must be valid UTF-8 (else QDB_ERROR). Keys
- * sort bytewise on both.
+ * a key, tier, descriptor or actor must be valid UTF-8 (else QDB_INVALID,
+ * refused before the server is asked). Keys sort bytewise on both.
  */
 #ifndef WEIR_DAEMON_QUOTA_DB_H
 #define WEIR_DAEMON_QUOTA_DB_H
@@ -30,6 +30,7 @@ typedef enum quota_db_status {
     QDB_NOT_FOUND,   /* no such tenant */
     QDB_CONFLICT,    /* the If-Match version is not the stored one */
     QDB_UNAVAILABLE, /* the database cannot be reached now (retry later) */
+    QDB_INVALID,     /* text this database cannot store (PostgreSQL: not UTF-8) */
     QDB_ERROR,       /* anything else; quota_db_error() says what */
 } quota_db_status;
 
@@ -136,6 +137,11 @@ quota_db_status quota_db_load(quota_db *db, bool (*each)(void *arg, const quota_
  * reports true once it is back, since changes may have been missed).
  */
 bool quota_db_changed(quota_db *db);
+
+/** Whether the database was found away by the last call and could not be
+ *  reached again (PostgreSQL: the connection is lost, quota_db_error()
+ *  says why; it is tried again by the next call). SQLite: never. */
+bool quota_db_lost(const quota_db *db);
 
 /** The socket to watch for notifications (PostgreSQL), else -1. It may
  *  change when the connection is made again: ask again after

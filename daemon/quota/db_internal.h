@@ -98,6 +98,8 @@ typedef struct qdb_page {
  */
 typedef struct qdb_ops {
     const char *kind;
+    /* stores text: keys, tiers, descriptors and actors must be UTF-8 */
+    bool utf8_only;
     void (*close)(quota_db *db);
     /* the rows of one record (none when there is no such record); @lock:
      * in a change, lock the record against other writers until it ends */
@@ -131,6 +133,7 @@ typedef struct qdb_ops {
     /* runs @m's script and records its version */
     quota_db_status (*migrate_apply)(quota_db *db, const qdb_migration *m);
     bool (*changed)(quota_db *db);
+    bool (*lost)(const quota_db *db);
     int (*fd)(const quota_db *db);
 } qdb_ops;
 

@@ -424,6 +424,11 @@ static bool pg_changed(quota_db *db)
     return changed;
 }
 
+static bool pg_lost(const quota_db *db)
+{
+    return PQstatus(((const qpg *)db)->conn) != CONNECTION_OK;
+}
+
 static int pg_fd(const quota_db *db)
 {
     return PQsocket(((const qpg *)db)->conn);
@@ -479,6 +484,7 @@ static void pg_close(quota_db *db)
 
 static const qdb_ops pg_ops = {
     .kind = "postgres",
+    .utf8_only = true, /* the database's encoding is UTF8 (client_encoding too) */
     .close = pg_close,
     .read = pg_read,
     .list = pg_list,
@@ -493,6 +499,7 @@ static const qdb_ops pg_ops = {
     .migrate_begin = pg_migrate_begin,
     .migrate_apply = pg_migrate_apply,
     .changed = pg_changed,
+    .lost = pg_lost,
     .fd = pg_fd,
 };
 

@@ -112,11 +112,14 @@ static void free_handle(uv_handle_t *h)
 }
 
 /* Watches the database's socket for notifications (PostgreSQL), again
- * when a reconnection changed it. */
-static void watch_fd(quota_service *s)
+ * when a reconnection changed it. @afresh: a change was reported, maybe a
+ * reconnection's, whose socket may have the number of the one it
+ * replaced: that one's registration went with it when it was closed, so
+ * the same number is watched anew (a change is rare; this is cheap). */
+static void watch_fd(quota_service *s, bool afresh)
 {
     int fd = s->db ? quota_db_fd(s->db) : -1;
-    if (fd == s->poll_fd)
+    if (fd == s->poll_fd && !(afresh && fd >= 0))
         return;
     if (s->poll) {
         uv_close((uv_handle_t *)s->poll, free_handle);
@@ -148,7 +151,13 @@ static void run_once(quota_service *s)
         atomic_store(&s->poked, true);
     }
     bool changed = quota_db_changed(s->db);
-    watch_fd(s);
+    watch_fd(s, changed);
+    if (quota_db_lost(s->db)) {
+        /* the connection went and could not be made again (tried each
+         * second): the last table stays in force, and /healthz says so */
+        down(s, "listening for changes", quota_db_error(s->db));
+        return;
+    }
     pthread_mutex_lock(&s->lock);
     int64_t age_ms = (s->now_us(s->now_arg) - s->stats.loaded_us) / 1000;
     bool never = s->stats.loads == 0;
@@ -223,6 +232,8 @@ quota_service *quota_service_start(const char *url, weir_ctx *ctx, weir_engine *
     s->now_us = now_us;
     s->now_arg = now_arg;
     s->poll_fd = -1;
+    /* named before the database first answers: /healthz of one down at start */
+    s->stats.kind = strncmp(url, "sqlite://", strlen("sqlite://")) == 0 ? "sqlite" : "postgres";
     pthread_mutex_init(&s->lock, NULL);
     uv_timer_init(&s->loop, &s->tick);
     s->tick.data = s;

@@ -746,11 +746,19 @@ static void hostile_keys_round_trip(void **state)
     assert_int_equal(quota_db_get(db, "a\0b", 3, &T2), QDB_ERROR);
     assert_int_equal(quota_db_get(db, "", 0, &T2), QDB_ERROR);
     assert_one_line(quota_db_error(db));
-    if (is_pg()) { /* text: UTF-8 only */
+    if (is_pg()) { /* text: UTF-8 only, refused before the server is asked */
         tenant(&T1, "\xff\xfe", 2, "gold");
-        assert_int_equal(put(db, &T1, -1, 1), QDB_ERROR);
-        assert_one_line(quota_db_error(db));
-        assert_non_null(strstr(quota_db_error(db), "UTF8"));
+        assert_int_equal(put(db, &T1, -1, 1), QDB_INVALID);
+        assert_string_equal(quota_db_error(db),
+                            "the tenant key is not valid UTF-8 (the quota database stores text)");
+        assert_int_equal(quota_db_get(db, "a\xc3", 2, &T2), QDB_INVALID);
+        assert_int_equal(quota_db_delete(db, "\xed\xa0\x80", 3, -1, "x", 1, NULL), QDB_INVALID);
+        assert_int_equal(quota_db_list(db, "\xff", NULL, 0, 8, page, &n, &more), QDB_INVALID);
+        tenant(&T1, "k", 1, "gold");
+        add(&T1, "endpoint:\xc0\xaf", 1, WEIR_UNIT_DAY);
+        assert_int_equal(put(db, &T1, -1, 1), QDB_INVALID);
+        assert_non_null(strstr(quota_db_error(db), "override 1's descriptor is not valid UTF-8"));
+        assert_int_equal(quota_db_get(db, "k", 1, &T2), QDB_NOT_FOUND); /* nothing written */
     }
     quota_db_close(db);
 }

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants format format-check clean
 
 all: build
 
@@ -93,6 +93,12 @@ bench: build
 
 bench-http: build
 	bench/http.sh
+
+# Decisions of tenants holding overrides against the same rules without a
+# table and against rules without tenants, side by side in one process
+# (build/weir-bench-tenants; under a minute).
+bench-tenants: build
+	./build/weir-bench-tenants
 
 # Decisions completed later (the deferred test store) against inline ones,
 # side by side: a release build with the test stores, in build-bench/.

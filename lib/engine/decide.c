@@ -835,30 +835,35 @@ static const weir_rule_limit *override_limit(decision *dc, weir_engine_reader *r
         return NULL;
     const tenant_limit *o = pk->over;
     weir_rule_limit *l = &dc->tlimits[dc->n_pending];
-    *l = pk->under ? *pk->under : o->rl;
+    if (pk->under) {
+        *l = *pk->under;
+    } else {
+        memset(l, 0, sizeof(*l));
+        l->failure_mode = WEIR_FAILURE_ALLOW;
+        l->file = "";
+        l->path = o->scope;
+    }
     l->domain = weir_rules_domain_name(dom);
-    if (!pk->under)
-        l->path = o->rl.path;
     l->levels = NULL;
     l->n_levels = 0;
-    l->requests_per_unit = o->rl.requests_per_unit;
-    l->unit = o->rl.unit;
-    l->window_us = o->rl.window_us;
-    l->calendar = o->rl.calendar;
-    l->time_zone = o->rl.time_zone;
-    l->tz = o->rl.tz;
+    l->requests_per_unit = o->requests_per_unit;
+    l->unit = (weir_rule_unit)o->unit;
+    l->window_us = o->window_us;
+    l->calendar = (weir_calendar)o->calendar;
+    l->time_zone = o->time_zone;
+    l->tz = o->tz;
     l->burst = 0;
     l->sub_windows = 0;
     l->unlimited = false;
-    l->algorithm = o->algorithm ? o->algorithm
+    l->algorithm = o->algorithm ? (weir_algorithm)o->algorithm
                    : pk->under && !pk->under->unlimited &&
                            pk->under->algorithm != WEIR_ALGO_CONCURRENCY &&
                            pk->under->algorithm != WEIR_ALGO_LEAKY_SHAPER
                        ? pk->under->algorithm
                        : WEIR_ALGO_FIXED_WINDOW;
     *lp = &o->plan;
-    if (l->algorithm == o->rl.algorithm) {
-        l->compiled = o->rl.compiled;
+    if (l->algorithm == o->compiled.algorithm) {
+        l->compiled = o->compiled;
         return l;
     }
     weir_limit_spec spec = {

@@ -1,8 +1,8 @@
 /*
  * tenants.c - the tenant table (weir/tenants.h, tenants.h): records in an
- * open-addressed hash of their keys, their overrides compiled as they are
- * added, and the resolution of a tenant descriptor's limits across the
- * override, tier and rule-file layers.
+ * open-addressed hash of their keys, each record one block with its key
+ * and its overrides, compiled as they are added, and the resolution of a tenant descriptor's limits
+ * across the override, tier and rule-file layers.
  */
 #include "engine/tenants.h"
 
@@ -53,8 +53,6 @@ static void tenants_destroy(weir_tenants *t)
         next = c->next;
         weir__free(t->ctx, c);
     }
-    weir__free(t->ctx, t->recs);
-    weir__free(t->ctx, t->limits);
     weir__free(t->ctx, t->slots);
     weir__free(t->ctx, t);
 }
@@ -82,26 +80,35 @@ size_t weir_tenants_count(const weir_tenants *t)
     return t ? t->n_recs : 0;
 }
 
-/* @len bytes of @s and a NUL, in the table's chunks. */
-static const char *keep(weir_tenants *t, const char *s, size_t len)
+/* @size bytes aligned to @align (a power of 2, at most 64), in the
+ * table's chunks, where they stay until the table is freed. */
+static void *bump(weir_tenants *t, size_t size, size_t align)
 {
-    if (len + 1 > t->chunk_left) {
-        size_t size = len + 1 > CHUNK_BYTES ? len + 1 : CHUNK_BYTES;
-        tenant_chunk *c = weir__malloc(t->ctx, sizeof(*c) + size);
+    size_t pad = (size_t)(-(uintptr_t)t->chunk_at & (align - 1));
+    if (!t->chunk_at || pad + size > t->chunk_left) {
+        size_t room = size + 64 > CHUNK_BYTES ? size + 64 : CHUNK_BYTES;
+        tenant_chunk *c = weir__malloc(t->ctx, sizeof(*c) + room);
         if (!c)
             return NULL;
         c->next = t->chunks;
         t->chunks = c;
         t->chunk_at = c->bytes;
-        t->chunk_left = size;
+        t->chunk_left = room;
+        pad = (size_t)(-(uintptr_t)t->chunk_at & (align - 1));
     }
-    char *p = t->chunk_at;
+    char *p = t->chunk_at + pad;
+    t->chunk_at += pad + size;
+    t->chunk_left -= pad + size;
+    return p;
+}
+
+/* @len bytes of @s and a NUL at @p; returns the byte after the NUL. */
+static char *put_str(char *p, const char *s, size_t len)
+{
     if (len)
         memcpy(p, s, len);
     p[len] = '\0';
-    t->chunk_at += len + 1;
-    t->chunk_left -= len + 1;
-    return p;
+    return p + len + 1;
 }
 
 static uint64_t key_hash(const char *key, size_t len)
@@ -109,15 +116,16 @@ static uint64_t key_hash(const char *key, size_t len)
     return XXH3_64bits(key, len);
 }
 
-static uint32_t *slot_of(const weir_tenants *t, const char *key, size_t len, uint64_t h)
+/* The slot of key @key (@len bytes, hash @h), or the empty slot where it
+ * goes. The record is read only when the hashes agree. */
+static tenant_slot *slot_of(const weir_tenants *t, const char *key, size_t len, uint64_t h)
 {
     size_t i = (size_t)h & t->mask;
     for (;;) {
-        uint32_t *s = &t->slots[i];
-        if (*s == 0)
+        tenant_slot *s = &t->slots[i];
+        if (!s->rec)
             return s;
-        const tenant_rec *r = &t->recs[*s - 1];
-        if (r->hash == h && r->key_len == len && memcmp(r->key, key, len) == 0)
+        if (s->hash == h && s->rec->key_len == len && memcmp(s->rec->key, key, len) == 0)
             return s;
         i = (i + 1) & t->mask;
     }
@@ -130,40 +138,27 @@ static bool grow_slots(weir_tenants *t)
     if ((t->n_recs + 1) * 2 <= cap)
         return true;
     size_t ncap = cap ? cap * 2 : 64;
-    uint32_t *slots = weir__calloc(t->ctx, ncap, sizeof(*slots));
+    tenant_slot *slots = weir__calloc(t->ctx, ncap, sizeof(*slots));
     if (!slots)
         return false;
-    weir__free(t->ctx, t->slots);
+    tenant_slot *old = t->slots;
     t->slots = slots;
     t->mask = ncap - 1;
-    for (size_t i = 0; i < t->n_recs; i++) {
-        const tenant_rec *r = &t->recs[i];
-        *slot_of(t, r->key, r->key_len, r->hash) = (uint32_t)i + 1;
-    }
-    return true;
-}
-
-static bool reserve(weir_ctx *ctx, void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 64;
-    while (ncap < need)
-        ncap *= 2;
-    void *np = weir__malloc(ctx, ncap * size);
-    if (!np)
-        return false;
-    if (*cap)
-        memcpy(np, *p, *cap * size);
-    weir__free(ctx, *p);
-    *p = np;
-    *cap = ncap;
+    for (size_t i = 0; i < cap; i++)
+        if (old[i].rec)
+            *slot_of(t, old[i].rec->key, old[i].rec->key_len, old[i].hash) = old[i];
+    weir__free(t->ctx, old);
     return true;
 }
 
 /* The window a limit is known by within its scope: the same number for
  * two limits that replace each other. */
 static int64_t window_id(const weir_rule_limit *l)
+{
+    return l->calendar != WEIR_CALENDAR_NONE ? -(int64_t)l->calendar : l->window_us;
+}
+
+static int64_t over_window_id(const tenant_limit *l)
 {
     return l->calendar != WEIR_CALENDAR_NONE ? -(int64_t)l->calendar : l->window_us;
 }
@@ -192,11 +187,9 @@ static weir_status compile_limit(const weir_tenant_limit *in, tenant_limit *out)
         (weir_algorithm_name(in->algorithm) == NULL || in->algorithm == WEIR_ALGO_CONCURRENCY ||
          in->algorithm == WEIR_ALGO_LEAKY_SHAPER))
         return WEIR_EINVAL;
-    weir_rule_limit *l = &out->rl;
+    tenant_limit *l = out;
     l->requests_per_unit = in->requests_per_unit;
-    l->failure_mode = WEIR_FAILURE_ALLOW;
-    l->file = "";
-    l->calendar = in->calendar;
+    weir_rule_unit unit = in->unit;
     if (in->calendar != WEIR_CALENDAR_NONE) {
         /* a calendar period is a fixed window whose bounds the engine
          * finds at each decision (weir__calendar_limit()) */
@@ -205,23 +198,25 @@ static weir_status compile_limit(const weir_tenant_limit *in, tenant_limit *out)
         if ((unsigned)in->calendar >= sizeof(cal_unit) / sizeof(cal_unit[0]) ||
             (in->algorithm && in->algorithm != WEIR_ALGO_FIXED_WINDOW))
             return WEIR_EINVAL;
-        l->unit = cal_unit[in->calendar];
-    } else {
-        l->unit = in->unit;
+        l->calendar = (uint8_t)in->calendar;
+        unit = cal_unit[in->calendar];
     }
-    l->window_us = unit_window_us(l->unit);
+    l->window_us = unit_window_us(unit);
     if (l->window_us == 0)
         return WEIR_EINVAL;
-    out->algorithm = in->calendar != WEIR_CALENDAR_NONE ? WEIR_ALGO_FIXED_WINDOW : in->algorithm;
-    l->algorithm = out->algorithm ? out->algorithm : WEIR_ALGO_FIXED_WINDOW;
-    weir_limit_spec spec = {
-        .algorithm = l->algorithm, .limit = l->requests_per_unit, .window_us = l->window_us};
+    l->unit = (uint8_t)unit;
+    l->algorithm =
+        (uint8_t)(in->calendar != WEIR_CALENDAR_NONE ? WEIR_ALGO_FIXED_WINDOW : in->algorithm);
+    weir_limit_spec spec = {.algorithm = l->algorithm ? (weir_algorithm)l->algorithm
+                                                      : WEIR_ALGO_FIXED_WINDOW,
+                            .limit = l->requests_per_unit,
+                            .window_us = l->window_us};
     weir_status st = weir_limit_compile(&spec, &l->compiled);
     return st == WEIR_EINVAL ? WEIR_ERANGE : st;
 }
 
 /* The zone of a calendar override (NULL for UTC) into @l. */
-static weir_status tenants_zone(weir_tenants *t, const char *name, weir_rule_limit *l)
+static weir_status tenants_zone(weir_tenants *t, const char *name, tenant_limit *l)
 {
     l->tz = NULL;
     l->time_zone = NULL;
@@ -238,8 +233,14 @@ static weir_status tenants_zone(weir_tenants *t, const char *name, weir_rule_lim
     if (!z)
         return WEIR_ENOMEM;
     weir_status st = weir_tz_load(t->ctx, name, &z->tz);
-    if (st == WEIR_OK && !(z->name = keep(t, name, strlen(name))))
+    size_t len = strlen(name);
+    char *kept = st == WEIR_OK ? bump(t, len + 1, 1) : NULL;
+    if (st == WEIR_OK && !kept)
         st = WEIR_ENOMEM;
+    if (kept) {
+        put_str(kept, name, len);
+        z->name = kept;
+    }
     if (st != WEIR_OK) {
         weir_tz_free(z->tz);
         weir__free(t->ctx, z);
@@ -257,19 +258,21 @@ static bool same_slot(const tenant_limit *a, const tenant_limit *b, const weir_t
                       const weir_tenant_limit *ib)
 {
     return ia->scope_len == ib->scope_len && memcmp(ia->scope, ib->scope, ia->scope_len) == 0 &&
-           window_id(&a->rl) == window_id(&b->rl);
+           over_window_id(a) == over_window_id(b);
 }
 
 weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
 {
+    size_t tier_len = in && in->tier ? strlen(in->tier) : 0;
     if (!t || !in || t->sealed || !in->key || in->key_len == 0 ||
         in->key_len > WEIR_TENANT_MAX_KEY_BYTES || in->n_limits > WEIR_TENANT_MAX_LIMITS ||
         (in->n_limits && !in->limits) || in->expires_at_us <= in->effective_at_us ||
-        (in->tier && (!*in->tier || strlen(in->tier) > WEIR_RULES_MAX_TIER_NAME_BYTES)))
+        (in->tier && (tier_len == 0 || tier_len > WEIR_RULES_MAX_TIER_NAME_BYTES)))
         return WEIR_EINVAL;
     if (t->n_recs >= WEIR_TENANTS_MAX)
         return WEIR_ERANGE;
     tenant_limit tl[WEIR_TENANT_MAX_LIMITS];
+    size_t strings = in->key_len + (in->tier ? tier_len + 1 : 0), scopes = 0;
     for (size_t i = 0; i < in->n_limits; i++) {
         weir_status st = compile_limit(&in->limits[i], &tl[i]);
         if (st != WEIR_OK)
@@ -278,50 +281,51 @@ weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
             if (same_slot(&tl[j], &tl[i], &in->limits[j], &in->limits[i]))
                 return WEIR_EINVAL;
         if (in->limits[i].calendar != WEIR_CALENDAR_NONE) {
-            weir_status zs = tenants_zone(t, in->limits[i].time_zone, &tl[i].rl);
+            weir_status zs = tenants_zone(t, in->limits[i].time_zone, &tl[i]);
             if (zs != WEIR_OK)
                 return zs;
         }
+        scopes += in->limits[i].scope_len + 1;
     }
-    if (!grow_slots(t) ||
-        !reserve(t->ctx, (void **)&t->recs, &t->cap_recs, t->n_recs + 1, sizeof(*t->recs)) ||
-        !reserve(t->ctx, (void **)&t->limits, &t->cap_limits, t->n_limits + in->n_limits,
-                 sizeof(*t->limits)))
+    /* the block: the record, the key and the tier's name (read together),
+     * the limits, the scopes */
+    size_t key_room = (strings + 7u) & ~(size_t)7u;
+    size_t size = sizeof(tenant_rec) + key_room + in->n_limits * sizeof(tenant_limit) + scopes;
+    char *blk;
+    if (!grow_slots(t) || !(blk = bump(t, size, 64)))
         return WEIR_ENOMEM;
-    tenant_rec r = {0};
-    r.hash = key_hash(in->key, in->key_len);
-    r.key_len = (uint32_t)in->key_len;
-    r.effective_at_us = in->effective_at_us;
-    r.expires_at_us = in->expires_at_us;
-    r.first = (uint32_t)t->n_limits;
-    r.n = (uint32_t)in->n_limits;
-    if (!(r.key = keep(t, in->key, in->key_len)) ||
-        (in->tier && !(r.tier = keep(t, in->tier, strlen(in->tier)))))
-        return WEIR_ENOMEM;
+    tenant_rec *r = (tenant_rec *)blk;
+    char *key = blk + sizeof(*r);
+    memcpy(key, in->key, in->key_len);
+    r->key = key;
+    r->key_len = (uint32_t)in->key_len;
+    r->tier = in->tier ? key + in->key_len : NULL;
+    if (in->tier)
+        put_str(key + in->key_len, in->tier, tier_len);
+    tenant_limit *lim = (tenant_limit *)(key + key_room);
+    char *str = (char *)(lim + in->n_limits);
+    r->limits = lim;
+    r->n = (uint32_t)in->n_limits;
+    r->effective_at_us = in->effective_at_us;
+    r->expires_at_us = in->expires_at_us;
     for (size_t i = 0; i < in->n_limits; i++) {
         const weir_tenant_limit *il = &in->limits[i];
-        tenant_limit *l = &tl[i];
-        if (!l->is_default) {
+        tl[i].scope = str;
+        str = put_str(str, il->scope, il->scope_len);
+        if (!tl[i].is_default) {
             const char *colon = memchr(il->scope, ':', il->scope_len);
-            size_t kl = (size_t)(colon - il->scope);
-            if (!(l->skey = keep(t, il->scope, kl)) ||
-                !(l->svalue = keep(t, colon + 1, il->scope_len - kl - 1)))
-                return WEIR_ENOMEM;
-            l->skey_len = (uint32_t)kl;
-            l->svalue_len = (uint32_t)(il->scope_len - kl - 1);
+            tl[i].skey_len = (uint32_t)(colon - il->scope);
+            tl[i].svalue_len = (uint32_t)(il->scope_len - tl[i].skey_len - 1);
         }
-        if (!(l->rl.path = keep(t, il->scope, il->scope_len)))
-            return WEIR_ENOMEM;
-        t->limits[t->n_limits + i] = *l;
+        lim[i] = tl[i];
     }
-    uint32_t *slot = slot_of(t, in->key, in->key_len, r.hash);
-    if (*slot) {
-        t->recs[*slot - 1] = r; /* the later record replaces the earlier */
-    } else {
-        t->recs[t->n_recs] = r;
-        *slot = (uint32_t)++t->n_recs;
-    }
-    t->n_limits += in->n_limits;
+    uint64_t h = key_hash(in->key, in->key_len);
+    tenant_slot *slot = slot_of(t, in->key, in->key_len, h);
+    if (!slot->rec)
+        t->n_recs++;
+    /* a key added again: the later record replaces the earlier */
+    slot->hash = h;
+    slot->rec = r;
     return WEIR_OK;
 }
 
@@ -329,25 +333,24 @@ const tenant_rec *weir__tenants_find(const weir_tenants *t, const char *key, siz
 {
     if (!t || !t->slots)
         return NULL;
-    uint32_t s = *slot_of(t, key, len, key_hash(key, len));
-    return s ? &t->recs[s - 1] : NULL;
+    return slot_of(t, key, len, key_hash(key, len))->rec;
 }
 
 void weir__tenants_seal(weir_tenants *t, const unsigned char *secret)
 {
-    for (size_t i = 0; i < t->n_recs; i++) {
-        const tenant_rec *r = &t->recs[i];
-        for (uint32_t k = 0; k < r->n; k++) {
-            tenant_limit *l = &t->limits[r->first + k];
+    for (size_t i = 0; t->slots && i <= t->mask; i++) {
+        const tenant_rec *r = t->slots[i].rec;
+        for (uint32_t k = 0; r && k < r->n; k++) {
+            tenant_limit *l = (tenant_limit *)&r->limits[k];
             XXH3_state_t s;
             XXH3_128bits_reset(&s);
             XXH3_128bits_update(&s, "weir-tenant", 12);
             uint32_t len = r->key_len;
             XXH3_128bits_update(&s, &len, sizeof(len));
             XXH3_128bits_update(&s, r->key, r->key_len);
-            XXH3_128bits_update(&s, l->rl.path, strlen(l->rl.path) + 1);
-            uint64_t fields[4] = {l->rl.requests_per_unit, (uint64_t)l->rl.window_us,
-                                  (uint64_t)l->rl.calendar, l->algorithm};
+            XXH3_128bits_update(&s, l->scope, strlen(l->scope) + 1);
+            uint64_t fields[4] = {l->requests_per_unit, (uint64_t)l->window_us,
+                                  (uint64_t)l->calendar, l->algorithm};
             XXH3_128bits_update(&s, fields, sizeof(fields));
             XXH128_hash_t h = XXH3_128bits_digest(&s);
             l->plan.id = (ident){h.low64, h.high64};
@@ -431,18 +434,19 @@ static bool scope_matches(const tenant_limit *l, const weir__entry *e, size_t n)
 {
     if (l->is_default)
         return n == 0;
-    return n == 1 && e[0].key_len == l->skey_len && memcmp(e[0].key, l->skey, l->skey_len) == 0 &&
-           e[0].value_len == l->svalue_len && memcmp(e[0].value, l->svalue, l->svalue_len) == 0;
+    return n == 1 && e[0].key_len == l->skey_len && e[0].value_len == l->svalue_len &&
+           memcmp(e[0].key, l->scope, l->skey_len) == 0 &&
+           memcmp(e[0].value, l->scope + l->skey_len + 1, l->svalue_len) == 0;
 }
 
 /* Puts @p in @out, replacing a pick of the same window from a lower
  * layer. */
 static size_t put_pick(tenant_pick *out, size_t n, size_t cap, tenant_pick p)
 {
-    const weir_rule_limit *l = p.over ? &p.over->rl : p.limit;
+    int64_t w = p.over ? over_window_id(p.over) : window_id(p.limit);
     for (size_t i = 0; i < n; i++) {
-        const weir_rule_limit *o = out[i].over ? &out[i].over->rl : out[i].limit;
-        if (out[i].layer < p.layer && window_id(o) == window_id(l)) {
+        int64_t o = out[i].over ? over_window_id(out[i].over) : window_id(out[i].limit);
+        if (out[i].layer < p.layer && o == w) {
             if (p.over)
                 p.under = out[i].over ? out[i].under : out[i].limit;
             out[i] = p;
@@ -478,7 +482,7 @@ size_t weir__tenant_resolve(const ruleset *rs, const weir_rules_domain *dom,
     }
     if (rec) {
         for (uint32_t i = 0; i < rec->n; i++) {
-            const tenant_limit *l = &rs->tenants->limits[rec->first + i];
+            const tenant_limit *l = &rec->limits[i];
             if (scope_matches(l, entries + t + 1, n - t - 1))
                 k = put_pick(out, k, cap, (tenant_pick){LAYER_OVERRIDE, NULL, NULL, l, NULL});
         }

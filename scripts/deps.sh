@@ -30,6 +30,9 @@ packages+=(
     libjansson-dev libcmocka-dev python3 python3-pytest nginx-light curl
     # the Redis store's tests: a real redis-server, redis-cli and redis-py
     redis-server redis-tools python3-redis
+    # the example alert rules' test reads them (promtool, Debian's
+    # prometheus package, is not needed: the test checks without it)
+    python3-yaml
     # the quota database's tests: a throwaway PostgreSQL server (initdb,
     # postgres, psql) and the sqlite3 shell
     postgresql sqlite3

@@ -82,9 +82,46 @@ typedef struct weir_sim_report {
  */
 weir_status weir_sim_run(const weir_sim_config *cfg, const weir_trace *trace, weir_sim_report *out);
 
+/** One request of a watched key, as every algorithm decided it. */
+typedef struct weir_sim_decision {
+    int64_t time_us;
+    uint64_t cost;
+    /** leaky_bucket_shaper's delay when it admitted the request (the only
+     *  algorithm that delays; its requests count when they proceed), else
+     *  0. */
+    int64_t delay_us;
+    /** Bit (algorithm - 1) is set when that algorithm admitted it. */
+    uint32_t admitted;
+} weir_sim_decision;
+
+/** The decisions on one key's requests, for a plot of the run. */
+typedef struct weir_sim_watch {
+    /** In: the key (an index < trace->n_keys). */
+    uint32_t key;
+    /** Out: its requests in trace order; free with weir_sim_watch_free(). */
+    weir_sim_decision *decisions;
+    size_t n;
+} weir_sim_watch;
+
+/**
+ * weir_sim_run_watched() - weir_sim_run(), also recording in @watch every
+ * decision on the key @watch->key (NULL @watch: weir_sim_run()). Returns as
+ * weir_sim_run(), and WEIR_EINVAL for a key out of range; on failure
+ * @watch holds nothing.
+ */
+weir_status weir_sim_run_watched(const weir_sim_config *cfg, const weir_trace *trace,
+                                 weir_sim_report *out, weir_sim_watch *watch);
+
+/** Free what @w holds (not @w itself). NULL is a no-op. */
+void weir_sim_watch_free(weir_sim_watch *w);
+
 /** Bytes of state one key needs under @cfg, 0 when a limit does not
  *  compile. */
 uint64_t weir_sim_state_bytes(const weir_sim_config *cfg);
+
+/** Write @milli thousandths with at most three decimals and @suffix,
+ *  trailing zeros cut: 1500, "/s" -> "1.5/s". */
+void weir_sim_format_milli(uint64_t milli, const char *suffix, char *buf, size_t len);
 
 /** Write @us (>= 0) in the largest unit that shows it exactly, e.g. "1s",
  *  "1500ms", "90s" -> "90s", "2m"; @buf gets at most @len bytes. */

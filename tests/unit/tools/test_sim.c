@@ -1,9 +1,11 @@
 /*
  * test_sim.c - the simulator core, its traffic patterns and its command
  * line: exact results on hand-built traces, properties on seeded random
- * ones (the seed is printed), and the exit codes of `weir sim`.
+ * ones (the seed is printed), and the exit codes of `weir sim` (and the
+ * files of its --svg).
  */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -12,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -564,23 +567,28 @@ static int cli(const char *const *args)
     return weir_cli_sim(argc, argv);
 }
 
-/* Run with stderr captured into @buf. */
-static int cli_stderr(const char *const *args, char *buf, size_t len)
+/* Run with @fd (1 or 2) captured into @buf. */
+static int cli_capture(int fd, const char *const *args, char *buf, size_t len)
 {
     FILE *tmp = tmpfile();
     assert_non_null(tmp);
-    fflush(stderr);
-    int saved = dup(fileno(stderr));
-    dup2(fileno(tmp), fileno(stderr));
+    fflush(fd == 1 ? stdout : stderr);
+    int saved = dup(fd);
+    dup2(fileno(tmp), fd);
     int rc = cli(args);
-    fflush(stderr);
-    dup2(saved, fileno(stderr));
+    fflush(fd == 1 ? stdout : stderr);
+    dup2(saved, fd);
     close(saved);
     rewind(tmp);
     size_t got = fread(buf, 1, len - 1, tmp);
     buf[got] = '\0';
     fclose(tmp);
     return rc;
+}
+
+static int cli_stderr(const char *const *args, char *buf, size_t len)
+{
+    return cli_capture(2, args, buf, len);
 }
 
 static char *write_temp(const char *text)
@@ -643,6 +651,70 @@ static void command_line_exit_codes(void **unused)
         cli_stderr((const char *[]){"--trace", "/nonexistent/x.csv", NULL}, err, sizeof(err)), 1);
 }
 
+static size_t entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
+static void the_svg_option_writes_a_file_or_fails_cleanly(void **unused)
+{
+    (void)unused;
+    char dir[] = "/tmp/weir-test-sim-svg-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[128], sub[128];
+    snprintf(path, sizeof(path), "%s/out.svg", dir);
+    snprintf(sub, sizeof(sub), "%s/sub", dir);
+
+    static char out[1 << 16], err[1024];
+    assert_int_equal(
+        cli_capture(1, (const char *[]){"boundary", "--svg", path, NULL}, out, sizeof(out)), 0);
+    assert_non_null(strstr(out, "fixed_window")); /* the table still */
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_true(sb.st_size > 1000);
+    assert_int_equal(entries(dir), 1); /* no temporary file left */
+
+    /* to stdout: the SVG alone, the same bytes as the file */
+    assert_int_equal(
+        cli_capture(1, (const char *[]){"boundary", "--svg", "-", NULL}, out, sizeof(out)), 0);
+    assert_int_equal(strncmp(out, "<svg ", 5), 0);
+    assert_null(strstr(out, "wrong%"));
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char file[1 << 16];
+    size_t got = fread(file, 1, sizeof(file) - 1, f);
+    file[got] = '\0';
+    fclose(f);
+    assert_string_equal(out, file);
+
+    /* a directory in the way: the message, status 1, nothing left */
+    assert_int_equal(mkdir(sub, 0755), 0);
+    assert_int_equal(
+        cli_capture(2, (const char *[]){"boundary", "--svg", sub, NULL}, err, sizeof(err)), 1);
+    assert_non_null(strstr(err, "cannot write"));
+    assert_non_null(strstr(err, sub));
+    assert_int_equal(entries(dir), 2);
+    assert_int_equal(rmdir(sub), 0);
+
+    assert_int_equal(
+        cli_capture(2, (const char *[]){"--svg", "/nonexistent/dir/x.svg", NULL}, err, sizeof(err)),
+        1);
+    assert_non_null(strstr(err, "weir sim: cannot write /nonexistent/dir/x.svg: "));
+    assert_int_equal(cli_capture(2, (const char *[]){"--svg", "", NULL}, err, sizeof(err)), 2);
+    assert_non_null(strstr(err, "--svg wants a file name"));
+    assert_int_equal(cli_capture(2, (const char *[]){"--svg", NULL}, err, sizeof(err)), 2);
+
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -661,6 +733,7 @@ int main(void)
         cmocka_unit_test(keys_after_the_first_are_shifted_within_a_window),
         cmocka_unit_test(pattern_parameters_are_checked),
         cmocka_unit_test(command_line_exit_codes),
+        cmocka_unit_test(the_svg_option_writes_a_file_or_fails_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants bench-quotas format format-check clean
 
 all: build
 
@@ -99,6 +99,12 @@ bench-http: build
 # (build/weir-bench-tenants; under a minute).
 bench-tenants: build
 	./build/weir-bench-tenants
+
+# The same comparison through `weir serve` over HTTP under wrk: an empty
+# quota database, one of 100,000 tenants holding overrides, and rules
+# without tenants, one daemon at a time, rounds alternating (bench/quotas.sh).
+bench-quotas: build
+	bench/quotas.sh
 
 # Decisions completed later (the deferred test store) against inline ones,
 # side by side: a release build with the test stores, in build-bench/.

@@ -130,7 +130,7 @@ static bool read_limit(sim_error *e, jnode *v, sim_request *r)
     if (m[2] && !get_int(e, m[2], "limit.burst", 0, SIM_MAX_LIMIT, &r->burst))
         return false;
     if (m[3]) {
-        if (!get_int(e, m[3], "limit.sub_windows", 1, WEIR_MAX_SUB_WINDOWS, &x))
+        if (!get_int(e, m[3], "limit.sub_windows", 1, SIM_MAX_SUB_WINDOWS, &x))
             return false;
         r->sub_windows = (uint32_t)x;
         if (((uint64_t)r->window_ms * US_PER_MS) % x != 0)

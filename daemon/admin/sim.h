@@ -20,18 +20,16 @@
  *
  * limit.requests_per_unit 0 .. SIM_MAX_LIMIT and limit.window_ms
  * 1 .. SIM_MAX_WINDOW_MS are required; burst (0 or absent: each
- * algorithm's default), sub_windows (the sliding counter's, a divisor of
- * the window), hold_ms (concurrency: how long an admitted request holds
- * its lease before it releases it; default a tenth of the window, at
- * least 1 ms; a lease times out after the window) are optional.
- * algorithms: weir's names (weir/algo.h), each at most once; absent: all
- * of them. arrivals: up to SIM_MAX_ARRIVALS, each a time in milliseconds
- * 0 .. SIM_MAX_T_MS or an object with t_ms and hits (1 .. SIM_MAX_HITS,
- * default 1); any order (sorted by time, stably). now_ms (default the last
- * arrival's time): when the final state is read. state_steps
- * 0 .. SIM_MAX_STATE_STEPS (default 20): for how many of the last
- * arrivals the state after the step is given. Integers only, names exact,
- * unknown members refused; null is the same as absent.
+ * algorithm's default), sub_windows (the sliding counter's,
+ * 1 .. SIM_MAX_SUB_WINDOWS, a divisor of the window), hold_ms (concurrency: how long an admitted
+ * request holds its lease before it releases it; default a tenth of the window, at least 1 ms; a
+ * lease times out after the window) are optional. algorithms: weir's names (weir/algo.h), each at
+ * most once; absent: all of them. arrivals: up to SIM_MAX_ARRIVALS, each a time in milliseconds 0
+ * .. SIM_MAX_T_MS or an object with t_ms and hits (1 .. SIM_MAX_HITS, default 1); any order (sorted
+ * by time, stably). now_ms (default the last arrival's time): when the final state is read.
+ * state_steps 0 .. SIM_MAX_STATE_STEPS (default 20): for how many of the last arrivals the state
+ * after the step is given. Integers only, names exact, unknown members refused; null is the same as
+ * absent.
  *
  * The answer: {"limit":{...the limit as read...}, "t_ms":[...],
  * "hits":[...], "now_ms":N, "results":[{"algorithm":"fixed_window",
@@ -67,6 +65,7 @@
 #define SIM_MAX_LIMIT 65536u        /* WEIR_MAX_LOG_ENTRIES */
 #define SIM_MAX_WINDOW_MS 86400000u /* a day */
 #define SIM_MAX_T_MS 1000000000000u /* about 31 years */
+#define SIM_MAX_SUB_WINDOWS 64u     /* each step walks them */
 #define SIM_MAX_STATE_STEPS 100u
 #define SIM_DEFAULT_STATE_STEPS 20u
 

@@ -38,6 +38,9 @@ packages+=(
     postgresql sqlite3
     # gRPC tests: Python's grpcio client (protoc makes its descriptors)
     python3-grpcio python3-protobuf protobuf-compiler
+    # the web pages' browser tests (/sim): headless Chromium driven by
+    # chromedriver through Selenium
+    chromium chromium-driver python3-selenium
     # benchmarks
     wrk nghttp2-client
 )

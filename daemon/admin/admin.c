@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "quotas.h"
+#include "sim.h"
+#include "static.h"
 #include "tokens.h"
 #include "usage.h"
 #include "worker.h"
@@ -35,6 +37,45 @@ static void tiers_get(admin_quotas *q, http_answer *a, const weir_http1_request 
         return;
     }
     http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
+}
+
+/* POST /admin/v1/sim (sim.h). */
+static void sim_post(admin_quotas *q, http_answer *a, const weir_http1_request *req)
+{
+    worker *w = a->conn->w;
+    sim_error err;
+    weir_buf_clear(&w->body);
+    if (!sim_answer(admin_quotas_parser(q), req->body.p, req->body.n, &w->body, &err)) {
+        weir_buf_clear(&w->body);
+        sim_render_problem(&w->body, &err);
+        http_answer_respond(a, err.status, "application/problem+json", NULL, w->body.p,
+                            w->body.len);
+        return;
+    }
+    http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
+}
+
+/* The routes that take no token: the pages of web/ hold no data
+ * (static.h), and the simulator decides a trace of its body on fresh
+ * states, reading and writing nothing shared (sim.h). True when
+ * answered. */
+static bool open_route(admin_quotas *q, http_answer *a, const weir_http1_request *req)
+{
+    if (admin_static_handle(a, req))
+        return true;
+    if (req->path.n != strlen(SIM_PATH) || memcmp(req->path.p, SIM_PATH, req->path.n) != 0)
+        return false;
+    if (req->method == WEIR_HTTP1_POST) {
+        sim_post(q, a, req);
+        return true;
+    }
+    worker *w = a->conn->w;
+    weir_headers_clear(&w->headers);
+    weir_headers_add(&w->headers, "Allow", 5, "POST", 4);
+    weir_buf_clear(&w->body);
+    weir_api_render_error(&w->body, 405, "method not allowed: " SIM_PATH " takes POST");
+    http_answer_respond(a, 405, "application/problem+json", &w->headers, w->body.p, w->body.len);
+    return true;
 }
 
 static const admin_route admin_routes[] = {
@@ -70,6 +111,8 @@ static void unauthorized(http_answer *a, const char *detail)
 void admin_handle(admin_quotas *q, http_answer *a, const weir_http1_request *req)
 {
     server *srv = a->conn->w->srv;
+    if (open_route(q, a, req))
+        return;
     if (!srv->admin_tokens) {
         unauthorized(a, "the admin API has no tokens: start weir with --admin-token-file");
         return;

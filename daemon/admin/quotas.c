@@ -47,6 +47,11 @@ void admin_quotas_free(admin_quotas *q)
     free(q);
 }
 
+weir_json *admin_quotas_parser(admin_quotas *q)
+{
+    return &q->json;
+}
+
 static void problem(http_answer *a, int status, const char *detail)
 {
     http_answer_problem(a, status, detail);

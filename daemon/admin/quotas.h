@@ -17,6 +17,9 @@
 typedef struct admin_quotas admin_quotas;
 admin_quotas *admin_quotas_new(void);
 void admin_quotas_free(admin_quotas *q);
+/** The admin worker's JSON parser, for a route that reads a body. */
+struct weir_json;
+struct weir_json *admin_quotas_parser(admin_quotas *q);
 
 /* The routes; @who is the token's name. Each answers before it returns. */
 void admin_quota_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,

@@ -61,26 +61,13 @@ static bool refuse(pctx *c, int status, const char *name, const char *fmt, ...)
  */
 static bool members(pctx *c, jnode *obj, const char *const *names, size_t n, jnode **out)
 {
-    for (size_t i = 0; i < n; i++)
-        out[i] = NULL;
-    uint32_t seen = 0;
-    jnode *key = obj + 1;
-    for (uint32_t m = 0; m < obj->n; m++, key = weir_json_next(key + 1)) {
-        size_t i = 0;
-        while (i < n && !weir_api_dec_key_is(key->s, key->n, names[i]))
-            i++;
-        if (i == n || (seen & (1u << i))) {
-            char q[WEIR_API_QUOTE_MAX + 4];
-            weir_api_dec_quote(q, key->s, key->n);
-            if (i == n)
-                return refuse(c, 400, q, "unknown member '%s'", q);
-            return refuse(c, 400, q, "member '%s' given twice", q);
-        }
-        seen |= 1u << i;
-        jnode *v = key + 1;
-        out[i] = v->type == WEIR_JSON_NULL ? NULL : v;
-    }
-    return true;
+    bool twice;
+    jnode *key = weir_api_dec_members(obj, names, n, out, &twice);
+    if (!key)
+        return true;
+    char q[WEIR_API_QUOTE_MAX + 4];
+    weir_api_dec_quote(q, key->s, key->n);
+    return refuse(c, 400, q, twice ? "member '%s' given twice" : "unknown member '%s'", q);
 }
 
 /* A string member, NUL-terminated into @dst (@max bytes and its NUL). */

@@ -53,5 +53,14 @@ const char *weir_api_dec_quote(char *out, const char *s, size_t n);
 bool weir_api_dec_decimal(const char *s, size_t n, uint64_t max, uint64_t *out);
 /** Whether the @len bytes of @key are exactly @name (NULL: never). */
 bool weir_api_dec_key_is(const char *key, size_t len, const char *name);
+/**
+ * weir_api_dec_members() - the members of object @obj sorted into @out,
+ * one slot per name of @names (at most 32; NULL when absent or null).
+ * Returns NULL, or the key of the first member that is unknown (*@twice
+ * false) or given twice (*@twice true): a body that names a member twice
+ * would be read differently by parsers that keep the first and the last.
+ */
+const weir_json_node *weir_api_dec_members(const weir_json_node *obj, const char *const *names,
+                                           size_t n, const weir_json_node **out, bool *twice);
 
 #endif /* WEIR_FRONTENDS_API_DECODE_INTERNAL_H */

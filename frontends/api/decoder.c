@@ -155,3 +155,24 @@ bool weir_api_dec_key_is(const char *key, size_t len, const char *name)
 {
     return name && strlen(name) == len && memcmp(key, name, len) == 0;
 }
+
+const weir_json_node *weir_api_dec_members(const weir_json_node *obj, const char *const *names,
+                                           size_t n, const weir_json_node **out, bool *twice)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = NULL;
+    uint32_t seen = 0;
+    const weir_json_node *key = obj + 1;
+    for (uint32_t m = 0; m < obj->n; m++, key = weir_json_next(key + 1)) {
+        size_t i = 0;
+        while (i < n && !weir_api_dec_key_is(key->s, key->n, names[i]))
+            i++;
+        *twice = i < n && (seen & (1u << i));
+        if (i == n || *twice)
+            return key;
+        seen |= 1u << i;
+        const weir_json_node *v = key + 1;
+        out[i] = v->type == WEIR_JSON_NULL ? NULL : v;
+    }
+    return NULL;
+}

@@ -217,6 +217,55 @@ WEIR_API weir_status weir_check(const weir_limit *lim, const void *state, int64_
 WEIR_API weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us,
                                   uint64_t lease, weir_result *res);
 
+/* ------------------------------------------------------------------------ */
+/* Reading a state                                                          */
+
+/** Most numbers, table columns and table rows in a weir_state_view. */
+#define WEIR_STATE_VIEW_NUMBERS 8
+#define WEIR_STATE_VIEW_COLUMNS 3
+#define WEIR_STATE_VIEW_ROWS 32
+
+/** One named number of a state: "tokens_milli", "tat_ns", ... The name is
+ *  a static string; a name ending in _us, _ns or _milli says its unit. */
+typedef struct weir_state_number {
+    const char *name;
+    int64_t value;
+} weir_state_number;
+
+/**
+ * What a state holds, as named numbers and at most one table, for a
+ * person (a simulator's state panel, a debugger): docs/ALGORITHMS.md,
+ * "Reading a state", lists each algorithm's names. Plain data, no
+ * pointers but to static strings.
+ */
+typedef struct weir_state_view {
+    weir_algorithm algorithm;
+    uint32_t n_numbers;
+    weir_state_number numbers[WEIR_STATE_VIEW_NUMBERS];
+    /** "log" (sliding log), "sub_windows" (sliding counter), "leases"
+     *  (concurrency), or NULL: no table. */
+    const char *table;
+    uint32_t n_columns;
+    const char *columns[WEIR_STATE_VIEW_COLUMNS];
+    /** Rows the state holds; `rows` has the newest n_rows of them
+     *  (at most WEIR_STATE_VIEW_ROWS), oldest first. */
+    uint64_t table_rows;
+    uint32_t n_rows;
+    int64_t rows[WEIR_STATE_VIEW_ROWS][WEIR_STATE_VIEW_COLUMNS];
+} weir_state_view;
+
+/**
+ * weir_state_describe() - what @state holds at @now_us, as weir_step()
+ * would read it then (time passed refills buckets and ends windows and
+ * leases; a time before the state's last charge is read as that time).
+ *
+ * Returns WEIR_OK and fills @out; WEIR_EINVAL for a NULL pointer, a
+ * misaligned state or one weir_step() would refuse. A ban (limit 0) gives
+ * no numbers. Changes nothing; cost bounded by the state's size.
+ */
+WEIR_API weir_status weir_state_describe(const weir_limit *lim, const void *state, int64_t now_us,
+                                         weir_state_view *out);
+
 /** The config name of an algorithm ("token_bucket", ...), or NULL. */
 WEIR_API const char *weir_algorithm_name(weir_algorithm algo);
 

@@ -31,6 +31,57 @@ weir_status weir__conc_decide(const weir_limit *lim, const void *in, void *out, 
 weir_status weir__conc_release(const weir_limit *lim, void *state, int64_t now_us, uint64_t lease,
                                weir_result *res);
 
+/* weir_state_describe() of each algorithm: @v is zeroed with its
+ * algorithm set, `now_us` >= 0 and the limit >= 1 (registry.c). */
+weir_status weir__bucket_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                  weir_state_view *v);
+weir_status weir__gcra_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                weir_state_view *v);
+weir_status weir__fixed_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                 weir_state_view *v);
+weir_status weir__log_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                               weir_state_view *v);
+weir_status weir__counter_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                   weir_state_view *v);
+weir_status weir__conc_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                weir_state_view *v);
+
+/* Appends a number to @v (at most WEIR_STATE_VIEW_NUMBERS are kept). */
+static inline void weir__view_number(weir_state_view *v, const char *name, int64_t value)
+{
+    if (v->n_numbers < WEIR_STATE_VIEW_NUMBERS)
+        v->numbers[v->n_numbers++] = (weir_state_number){name, value};
+}
+
+/* Names @v's table; its rows go in with weir__view_row(), the oldest
+ * first, `total` of them: only the newest WEIR_STATE_VIEW_ROWS are kept. */
+static inline void weir__view_table(weir_state_view *v, const char *name, uint64_t total,
+                                    const char *c0, const char *c1, const char *c2)
+{
+    v->table = name;
+    v->table_rows = total;
+    v->columns[0] = c0;
+    v->columns[1] = c1;
+    v->columns[2] = c2;
+    v->n_columns = c2 ? 3 : c1 ? 2 : 1;
+}
+
+/* Whether row @i (from 0, of the table's total) is one of the kept. */
+static inline bool weir__view_keeps(const weir_state_view *v, uint64_t i)
+{
+    return v->table_rows - i <= WEIR_STATE_VIEW_ROWS;
+}
+
+static inline void weir__view_row(weir_state_view *v, int64_t a, int64_t b, int64_t c)
+{
+    if (v->n_rows < WEIR_STATE_VIEW_ROWS) {
+        int64_t *r = v->rows[v->n_rows++];
+        r[0] = a;
+        r[1] = b;
+        r[2] = c;
+    }
+}
+
 /* Compile helpers: fill the derived fields of `out` (limit, window, burst
  * already validated and defaulted by registry.c). */
 weir_status weir__bucket_compile(weir_limit *out);

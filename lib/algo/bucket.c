@@ -101,3 +101,50 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
     res->reset_after_us = after ? sat_add(drain_time(lim, after), t - now_us) : 0;
     return WEIR_OK;
 }
+
+/* @units of 1/unit of a request, in thousandths of a request (floor). */
+static int64_t milli_of(const weir_limit *lim, int64_t units)
+{
+    weir__u128 m = (weir__u128)(uint64_t)units * 1000u / (uint64_t)lim->unit;
+    return m > (weir__u128)INT64_MAX ? INT64_MAX : (int64_t)m;
+}
+
+weir_status weir__bucket_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                  weir_state_view *v)
+{
+    bucket_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.level < 0 || s.level > lim->capacity || s.last_us < 0)
+        return WEIR_EINVAL;
+    /* the level weir__bucket_decide() would start from at now_us */
+    int64_t t = max64(now_us, s.last_us);
+    int64_t drained, level = s.level;
+    if (__builtin_mul_overflow(t - s.last_us, lim->rate, &drained) || drained >= level)
+        level = 0;
+    else
+        level -= drained;
+    int64_t rest = level ? sat_add(drain_time(lim, level), t - now_us) : 0;
+
+    switch (lim->algorithm) {
+    case WEIR_ALGO_TOKEN_BUCKET:
+        weir__view_number(v, "tokens_milli", milli_of(lim, lim->capacity - level));
+        weir__view_number(v, "burst", (int64_t)lim->burst);
+        weir__view_number(v, "full_in_us", rest);
+        break;
+    case WEIR_ALGO_LEAKY_SHAPER:
+        weir__view_number(v, "queue_milli", milli_of(lim, level));
+        weir__view_number(v, "queue", (int64_t)lim->burst);
+        weir__view_number(v, "wait_us", rest);
+        break;
+    default:
+        weir__view_number(v, "level_milli", milli_of(lim, level));
+        weir__view_number(v, "burst", (int64_t)lim->burst);
+        weir__view_number(v, "empty_in_us", rest);
+        break;
+    }
+    weir__view_number(v, "remaining", floor_recip(lim->capacity - level, lim->unit, lim->inv_unit));
+    weir__view_number(v, "level_units", s.level);
+    weir__view_number(v, "unit", lim->unit);
+    weir__view_number(v, "last_us", s.last_us);
+    return WEIR_OK;
+}

@@ -51,6 +51,21 @@ static uint32_t expired(const conc_state *s, int64_t t, uint64_t *units)
     return i;
 }
 
+/* Checks @s and counts the leases expired at @t (@gone of them, the
+ * array's first) and the units still held. False: a corrupt state. */
+static bool read_state(const weir_limit *lim, const conc_state *s, int64_t t, uint32_t *gone,
+                       uint64_t *held)
+{
+    if (!valid(lim, s))
+        return false;
+    uint64_t gone_units;
+    *gone = expired(s, t, &gone_units);
+    if (gone_units > s->held)
+        return false;
+    *held = s->held - gone_units;
+    return true;
+}
+
 static void reap(conc_state *s, uint32_t gone, uint64_t units)
 {
     if (gone == 0)
@@ -75,20 +90,17 @@ weir_status weir__conc_decide(const weir_limit *lim, const void *in, void *out, 
                               uint64_t hits, weir_result *res)
 {
     const conc_state *s = in;
-    if (!valid(lim, s))
+    uint32_t gone;
+    uint64_t held;
+    if (!read_state(lim, s, now_us, &gone, &held))
         return WEIR_EINVAL;
-    uint64_t gone_units;
-    uint32_t gone = expired(s, now_us, &gone_units);
-    if (gone_units > s->held)
-        return WEIR_EINVAL;
-    uint64_t held = s->held - gone_units;
     uint64_t need = hits ? hits : 1;
 
     memset(res, 0, sizeof(*res));
     res->allowed = need <= lim->limit - held;
     if (res->allowed && hits > 0 && out) {
         conc_state *o = out;
-        reap(o, gone, gone_units);
+        reap(o, gone, s->held - held);
         int64_t exp = sat_add(now_us, lim->window_us);
         if (o->n > 0)
             exp = max64(exp, o->l[o->n - 1].expires_us);
@@ -132,13 +144,11 @@ weir_status weir__conc_release(const weir_limit *lim, void *state, int64_t now_u
                                weir_result *res)
 {
     conc_state *s = state;
-    if (!valid(lim, s))
+    uint32_t gone;
+    uint64_t held;
+    if (!read_state(lim, s, now_us, &gone, &held))
         return WEIR_EINVAL;
-    uint64_t gone_units;
-    uint32_t gone = expired(s, now_us, &gone_units);
-    if (gone_units > s->held)
-        return WEIR_EINVAL;
-    reap(s, gone, gone_units);
+    reap(s, gone, s->held - held);
 
     /* ids increase along the array: binary search */
     uint32_t lo = 0, hi = s->n;
@@ -160,5 +170,30 @@ weir_status weir__conc_release(const weir_limit *lim, void *state, int64_t now_u
     memset(res, 0, sizeof(*res));
     res->allowed = true;
     fill_status(lim, s, 0, s->held, now_us, res);
+    return WEIR_OK;
+}
+
+weir_status weir__conc_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                weir_state_view *v)
+{
+    const conc_state *s = in;
+    uint32_t gone;
+    uint64_t held;
+    if (!read_state(lim, s, now_us, &gone, &held))
+        return WEIR_EINVAL;
+    uint32_t live = s->n - gone;
+    int64_t last = live ? s->l[s->n - 1].expires_us : now_us;
+    weir__view_number(v, "held", (int64_t)held);
+    weir__view_number(v, "leases", live);
+    weir__view_number(v, "remaining", held >= lim->limit ? 0 : (int64_t)(lim->limit - held));
+    weir__view_number(v, "last_id",
+                      s->next_id > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)s->next_id);
+    weir__view_number(v, "lease_timeout_us", lim->window_us);
+    weir__view_number(v, "rest_in_us", last > now_us ? last - now_us : 0);
+    weir__view_table(v, "leases", live, "id", "expires_us", "units");
+    for (uint32_t i = 0; i < live; i++)
+        if (weir__view_keeps(v, i))
+            weir__view_row(v, (int64_t)s->l[gone + i].id, s->l[gone + i].expires_us,
+                           (int64_t)s->l[gone + i].units);
     return WEIR_OK;
 }

@@ -52,3 +52,22 @@ weir_status weir__fixed_decide(const weir_limit *lim, const void *in, void *out,
     res->reset_after_us = count ? end - now_us : 0;
     return WEIR_OK;
 }
+
+weir_status weir__fixed_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                 weir_state_view *v)
+{
+    fixed_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.window < 0 || s.count > lim->limit)
+        return WEIR_EINVAL;
+    /* the window weir__fixed_decide() would count now_us in */
+    int64_t w = max64(floor_recip(now_us, lim->window_us, lim->inv_span), s.window);
+    uint64_t count = w == s.window ? s.count : 0;
+    weir__view_number(v, "window", s.window);
+    weir__view_number(v, "count", (int64_t)s.count);
+    weir__view_number(v, "window_start_us", sat_mul(w, lim->window_us));
+    weir__view_number(v, "window_end_us", sat_mul(sat_add(w, 1), lim->window_us));
+    weir__view_number(v, "count_now", (int64_t)count);
+    weir__view_number(v, "remaining", (int64_t)(lim->limit - count));
+    return WEIR_OK;
+}

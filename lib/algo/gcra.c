@@ -72,3 +72,25 @@ weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, 
     res->reset_after_us = ceil_div(backlog, NS_PER_US);
     return WEIR_OK;
 }
+
+weir_status weir__gcra_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                weir_state_view *v)
+{
+    gcra_state s;
+    memcpy(&s, in, sizeof(s));
+    if (s.tat_ns < 0)
+        return WEIR_EINVAL;
+    int64_t t = sat_mul(now_us, NS_PER_US);
+    int64_t backlog = max64(s.tat_ns, t) - t;
+    weir__view_number(v, "tat_ns", s.tat_ns);
+    weir__view_number(v, "interval_ns", lim->unit);
+    weir__view_number(v, "burst", (int64_t)lim->burst);
+    weir__view_number(v, "tolerance_ns", lim->capacity);
+    weir__view_number(v, "backlog_ns", backlog);
+    weir__view_number(v, "remaining",
+                      backlog >= lim->capacity
+                          ? 0
+                          : floor_recip(lim->capacity - backlog, lim->unit, lim->inv_unit));
+    weir__view_number(v, "rest_in_us", ceil_div(backlog, NS_PER_US));
+    return WEIR_OK;
+}

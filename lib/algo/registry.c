@@ -12,20 +12,25 @@
 #include "algo/algo.h"
 #include "algo/arith.h"
 
+typedef weir_status (*describe_fn)(const weir_limit *lim, const void *in, int64_t now_us,
+                                   weir_state_view *v);
+
 typedef struct algo_row {
     const char *name;
     weir__decide_fn decide;
+    describe_fn describe;
 } algo_row;
 
 static const algo_row rows[WEIR_ALGORITHM_COUNT + 1] = {
-    [WEIR_ALGO_TOKEN_BUCKET] = {"token_bucket", weir__bucket_decide},
-    [WEIR_ALGO_GCRA] = {"gcra", weir__gcra_decide},
-    [WEIR_ALGO_LEAKY_BUCKET] = {"leaky_bucket", weir__bucket_decide},
-    [WEIR_ALGO_LEAKY_SHAPER] = {"leaky_bucket_shaper", weir__bucket_decide},
-    [WEIR_ALGO_FIXED_WINDOW] = {"fixed_window", weir__fixed_decide},
-    [WEIR_ALGO_SLIDING_LOG] = {"sliding_window_log", weir__log_decide},
-    [WEIR_ALGO_SLIDING_COUNTER] = {"sliding_window_counter", weir__counter_decide},
-    [WEIR_ALGO_CONCURRENCY] = {"concurrency", weir__conc_decide},
+    [WEIR_ALGO_TOKEN_BUCKET] = {"token_bucket", weir__bucket_decide, weir__bucket_describe},
+    [WEIR_ALGO_GCRA] = {"gcra", weir__gcra_decide, weir__gcra_describe},
+    [WEIR_ALGO_LEAKY_BUCKET] = {"leaky_bucket", weir__bucket_decide, weir__bucket_describe},
+    [WEIR_ALGO_LEAKY_SHAPER] = {"leaky_bucket_shaper", weir__bucket_decide, weir__bucket_describe},
+    [WEIR_ALGO_FIXED_WINDOW] = {"fixed_window", weir__fixed_decide, weir__fixed_describe},
+    [WEIR_ALGO_SLIDING_LOG] = {"sliding_window_log", weir__log_decide, weir__log_describe},
+    [WEIR_ALGO_SLIDING_COUNTER] = {"sliding_window_counter", weir__counter_decide,
+                                   weir__counter_describe},
+    [WEIR_ALGO_CONCURRENCY] = {"concurrency", weir__conc_decide, weir__conc_describe},
 };
 
 static const algo_row *row_of(weir_algorithm algo)
@@ -270,4 +275,22 @@ weir_status weir__limit_share(const weir_limit *lim, uint32_t ppm, weir_limit *o
         spec.burst = spec.burst ? spec.burst : 1;
     }
     return weir_limit_compile(&spec, out);
+}
+
+weir_status weir_state_describe(const weir_limit *lim, const void *state, int64_t now_us,
+                                weir_state_view *out)
+{
+    if (!lim || !state || !out || !aligned8(state))
+        return WEIR_EINVAL;
+    const algo_row *r = row_of(lim->algorithm);
+    if (!r)
+        return WEIR_EINVAL;
+    weir_state_view v;
+    memset(&v, 0, sizeof(v));
+    v.algorithm = lim->algorithm;
+    weir_status st =
+        lim->limit == 0 ? WEIR_OK : r->describe(lim, state, now_us < 0 ? 0 : now_us, &v);
+    if (st == WEIR_OK)
+        *out = v;
+    return st;
 }

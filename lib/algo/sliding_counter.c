@@ -96,6 +96,31 @@ static inline int64_t fit_offset(const view *v, uint64_t full, uint64_t old, int
     return e < v->s ? e : -1;
 }
 
+/* Checks the state of @v and finds the sub-window @j holding @now_us and
+ * the offset @e into it, as every reading of the state does. Sub-window
+ * indices stop a few windows short of INT64_MAX so index arithmetic never
+ * overflows; a later time is read as the last one (a stalled clock, which
+ * never grants more quota), and a time before the state's sub-window (the
+ * clock went backwards) as that sub-window's start. False: a corrupt state. */
+static inline __attribute__((always_inline)) bool locate(const view *v, int64_t *now_us, int64_t *j,
+                                                         int64_t *e)
+{
+    int64_t last_j = floor_recip(INT64_MAX, v->s, v->inv_s) - (int64_t)v->n - 1;
+    if (v->cur < 0 || v->cur > last_j)
+        return false;
+    for (uint32_t i = 0; i < v->n; i++)
+        if (v->c[i] > v->lim->limit)
+            return false;
+    *now_us = min64(*now_us, last_j * v->s);
+    *j = floor_recip(*now_us, v->s, v->inv_s);
+    *e = *now_us - *j * v->s;
+    if (*j < v->cur) {
+        *j = v->cur;
+        *e = 0;
+    }
+    return true;
+}
+
 /* The decision for k sub-windows. Inlined into each caller below, so that
  * with k a constant (the two-window counter, k = 1) the compiler drops
  * the loops over sub-windows and the ring's modulo. */
@@ -105,23 +130,9 @@ counter_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
 {
     const counter_state *st = in;
     view v = {lim, lim->span_us, k, k + 1, st->cur, st->c, lim->inv_span};
-    /* Sub-window indices stop a few windows short of INT64_MAX so index
-     * arithmetic never overflows; a later time is decided as the last one
-     * (a stalled clock, which never grants more quota). */
-    int64_t last_j = floor_recip(INT64_MAX, v.s, lim->inv_span) - (int64_t)v.n - 1;
-    if (v.cur < 0 || v.cur > last_j)
+    int64_t j, e;
+    if (!locate(&v, &now_us, &j, &e))
         return WEIR_EINVAL;
-    now_us = min64(now_us, last_j * v.s);
-    for (uint32_t i = 0; i < v.n; i++)
-        if (v.c[i] > lim->limit)
-            return WEIR_EINVAL;
-
-    int64_t j = floor_recip(now_us, v.s, lim->inv_span);
-    int64_t e = now_us - j * v.s;
-    if (j < v.cur) {
-        j = v.cur;
-        e = 0;
-    }
     uint64_t full, old;
     sums(&v, j, &full, &old);
     uint64_t need = hits ? hits : 1;
@@ -193,4 +204,39 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
     if (lim->sub_windows == 1)
         return counter_decide(lim, in, out, now_us, hits, res, 1);
     return counter_decide(lim, in, out, now_us, hits, res, lim->sub_windows);
+}
+
+weir_status weir__counter_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                                   weir_state_view *out)
+{
+    const counter_state *st = in;
+    uint32_t k = lim->sub_windows;
+    view v = {lim, lim->span_us, k, k + 1, st->cur, st->c, lim->inv_span};
+    int64_t j, e;
+    if (!locate(&v, &now_us, &j, &e))
+        return WEIR_EINVAL;
+    uint64_t full, old;
+    sums(&v, j, &full, &old);
+    uint64_t used_old = old ? weighted_old(&v, old, e) : 0;
+    weir__u128 est =
+        (weir__u128)full * 1000u +
+        ((weir__u128)old * (uint64_t)(v.s - e) * 1000u + (uint64_t)v.s - 1) / (uint64_t)v.s;
+
+    weir__view_number(out, "sub_window_us", v.s);
+    weir__view_number(out, "sub_windows", k);
+    weir__view_number(out, "current", j);
+    weir__view_number(out, "elapsed_us", e);
+    weir__view_number(out, "full", (int64_t)full);
+    weir__view_number(out, "previous", (int64_t)old);
+    weir__view_number(out, "estimate_milli",
+                      est > (weir__u128)INT64_MAX ? INT64_MAX : (int64_t)est);
+    weir__view_number(out, "remaining",
+                      full + used_old >= lim->limit ? 0 : (int64_t)(lim->limit - full - used_old));
+    /* sub-windows j - k .. j: the previous one and the window's k */
+    int64_t first = max64(j - (int64_t)k, 0);
+    weir__view_table(out, "sub_windows", (uint64_t)(j - first + 1), "index", "start_us", "count");
+    for (int64_t i = first; i <= j; i++)
+        if (weir__view_keeps(out, (uint64_t)(i - first)))
+            weir__view_row(out, i, sat_mul(i, v.s), (int64_t)count_at(&v, i));
+    return WEIR_OK;
 }

@@ -78,3 +78,36 @@ weir_status weir__log_decide(const weir_limit *lim, const void *in, void *out, i
     }
     return WEIR_OK;
 }
+
+weir_status weir__log_describe(const weir_limit *lim, const void *in, int64_t now_us,
+                               weir_state_view *v)
+{
+    const log_state *s = in;
+    if (s->head >= lim->limit || s->count > lim->limit)
+        return WEIR_EINVAL;
+    uint32_t count = s->count, head = s->head;
+    int64_t t = now_us;
+    if (count > 0)
+        t = max64(t, s->ts[slot(lim, head, count - 1u)]);
+    /* the first entry inside (t - window, t]: the log is in time order */
+    uint32_t lo = 0, hi = count;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->ts[slot(lim, head, mid)] <= t - lim->window_us)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t live = count - lo;
+    weir__view_number(v, "stored", count);
+    weir__view_number(v, "in_window", live);
+    weir__view_number(v, "remaining", (int64_t)(lim->limit - live));
+    weir__view_number(v, "oldest_us", live ? s->ts[slot(lim, head, lo)] : -1);
+    weir__view_number(v, "newest_us", live ? s->ts[slot(lim, head, count - 1u)] : -1);
+    weir__view_number(v, "window_us", lim->window_us);
+    weir__view_table(v, "log", live, "t_us", NULL, NULL);
+    for (uint32_t i = 0; i < live; i++)
+        if (weir__view_keeps(v, i))
+            weir__view_row(v, s->ts[slot(lim, head, lo + i)], 0, 0);
+    return WEIR_OK;
+}

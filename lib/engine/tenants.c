@@ -294,7 +294,8 @@ weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
     char *blk;
     if (!grow_slots(t) || !(blk = bump(t, size, 64)))
         return WEIR_ENOMEM;
-    tenant_rec *r = (tenant_rec *)blk;
+    /* bump() aligns the block to 64 bytes, key_room keeps the limits at 8 */
+    tenant_rec *r = (tenant_rec *)(void *)blk;
     char *key = blk + sizeof(*r);
     memcpy(key, in->key, in->key_len);
     r->key = key;
@@ -302,7 +303,7 @@ weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
     r->tier = in->tier ? key + in->key_len : NULL;
     if (in->tier)
         put_str(key + in->key_len, in->tier, tier_len);
-    tenant_limit *lim = (tenant_limit *)(key + key_room);
+    tenant_limit *lim = (tenant_limit *)(void *)(key + key_room);
     char *str = (char *)(lim + in->n_limits);
     r->limits = lim;
     r->n = (uint32_t)in->n_limits;

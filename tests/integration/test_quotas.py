@@ -134,11 +134,11 @@ def test_a_change_is_in_force_at_once(weir):
     assert admitted(weir, 10, api_key="t1") == 3
     assert a.request("PUT", q("t2"), PRO).status == 201
     t = wait_admitted(weir, 10, api_key="t2")
-    assert t < 2.0
+    assert t < 5.0  # read again at once; slack for a loaded machine
     assert admitted(weir, 10, api_key="t2", endpoint="/orders") == 6
     # deleted: back on the default tier
     assert a.request("DELETE", q("t2")).status == 204
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while a.get("/admin/v1/usage/t2").json()["usage"]["default"][0]["limit"] != 3:
         assert time.monotonic() < deadline, "the deletion is not in force"
         time.sleep(0.02)
@@ -220,7 +220,7 @@ def test_hostile_keys_and_big_bodies(weir):
 def test_usage_reads_without_consuming(weir):
     a = Admin(weir)
     assert a.request("PUT", q("u1"), PRO).status == 201
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while a.get("/admin/v1/usage/u1").json()["usage"]["default"][0]["limit"] != 10:
         assert time.monotonic() < deadline, "the record is not in force"
         time.sleep(0.02)
@@ -310,7 +310,7 @@ def test_health_and_metrics_tell_the_tables_age(weir):
 
 def test_explain_names_the_tier_limits(weir):
     assert Admin(weir).request("PUT", q("x1"), PRO).status == 201
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 5
     while Admin(weir).get("/admin/v1/usage/x1").json()["usage"]["default"][0]["limit"] != 10:
         assert time.monotonic() < deadline
         time.sleep(0.02)

@@ -486,6 +486,10 @@ int weir_cli_serve(int argc, char **argv)
         return 1;
     }
     metrics_set_near_ratio(srv.metrics, srv.opt.near_limit_ppm);
+    if (!metrics_set_top_keys(srv.metrics, (uint32_t)srv.opt.top_keys)) {
+        fprintf(stderr, "weir serve: out of memory\n");
+        return 1;
+    }
     static main_loop m;
     int err = main_init(&m, &srv);
     if (err < 0) {

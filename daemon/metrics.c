@@ -1,6 +1,8 @@
 /*
  * metrics.c - per-worker counter shards, weir's own series and the
- * Prometheus exposition (upstream's series: metrics_upstream.c).
+ * Prometheus exposition (upstream's series: metrics_upstream.c), and each
+ * shard's record of the keys its worker denied most (top_keys.c), fed and
+ * merged here under the same lock but never exposed as a series.
  *
  * A shard is written by its worker and read by a scrape, both under the
  * shard's mutex, which is uncontended except during a scrape. Per-rule
@@ -81,10 +83,12 @@ void metrics_free(metrics *m)
         metrics_shard *s = &m->shards[i];
         table_free(&s->rules);
         table_free(&s->stats);
+        top_keys_free(s->top);
         free(s->http);
         pthread_mutex_destroy(&s->lock);
     }
     free(m->shards);
+    weir_ctx_free(m->top_ctx);
     free(m);
 }
 
@@ -97,6 +101,39 @@ void metrics_set_near_ratio(metrics *m, uint32_t ppm)
 {
     for (unsigned i = 0; i < m->n_shards; i++)
         m->shards[i].near_ppm = ppm;
+}
+
+bool metrics_set_top_keys(metrics *m, uint32_t counters)
+{
+    if (!counters)
+        return true;
+    if (weir_ctx_new(NULL, &m->top_ctx) != WEIR_OK)
+        return false;
+    m->top_counters = counters;
+    for (unsigned i = 0; i < m->n_shards; i++)
+        if (!(m->shards[i].top = top_keys_new(m->top_ctx, counters)))
+            return false;
+    return true;
+}
+
+weir_topk *metrics_top_new(metrics *m)
+{
+    weir_topk_options o = {sizeof(o), m->top_counters, 0};
+    weir_topk *t = NULL;
+    return m->top_ctx && weir_topk_new(m->top_ctx, &o, &t) == WEIR_OK ? t : NULL;
+}
+
+size_t metrics_top(metrics *m, const char *domain, size_t len, int64_t now_us, weir_topk *into)
+{
+    size_t bytes = 0;
+    for (unsigned i = 0; i < m->n_shards; i++) {
+        metrics_shard *s = &m->shards[i];
+        pthread_mutex_lock(&s->lock);
+        if (s->top)
+            top_keys_merge(s->top, domain, len, now_us, into, &bytes);
+        pthread_mutex_unlock(&s->lock);
+    }
+    return bytes;
 }
 
 static bool grow(series_table *t)
@@ -208,13 +245,17 @@ static const weir_limit_outcome *reported(const weir_descriptor_status *st)
 }
 
 void metrics_decision(metrics_shard *s, const weir_request *req,
-                      const weir_descriptor_status *statuses, size_t n)
+                      const weir_descriptor_status *statuses, size_t n, int64_t now_us)
 {
     pthread_mutex_lock(&s->lock);
     for (size_t i = 0; i < n; i++) {
         const weir_descriptor_status *st = &statuses[i];
         for (size_t k = 0; k < st->n_outcomes; k++)
             count_rule(s, &st->outcomes[k]);
+        /* a denial by a limit, not by a store's failure: a key to rank */
+        if (st->code == WEIR_CODE_OVER_LIMIT && !st->failure_mode && s->top &&
+            i < req->n_descriptors)
+            top_keys_denied(s->top, req->domain, req->domain_len, &req->descriptors[i], now_us);
         const weir_limit_outcome *o = reported(st);
         if (!o || !o->limit || !o->limit->domain || i >= req->n_descriptors)
             continue;

@@ -6,7 +6,9 @@
  * tables (protocol, route, status code, result); only upstream's series
  * take request values, where a rule asks for them (detailed_metric,
  * value_to_metric) or a request names its own limit, and those series
- * are capped (docs/OPERATIONS.md).
+ * are capped (docs/OPERATIONS.md). The keys denied most are request
+ * values too: they are kept in fixed-size sketches and read through the
+ * admin API (metrics_top()), never as labels.
  */
 #ifndef WEIR_DAEMON_METRICS_H
 #define WEIR_DAEMON_METRICS_H
@@ -29,11 +31,12 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
 void metrics_free(metrics *m);
 metrics_shard *metrics_shard_at(metrics *m, unsigned i);
 
-/** Count one decided request: every limit each descriptor tested (the
- *  statuses' outcomes), by domain, rule and result, plus upstream's hit
- *  counters. */
+/** Count one request decided at @now_us: every limit each descriptor
+ *  tested (the statuses' outcomes), by domain, rule and result, plus
+ *  upstream's hit counters, and each denied descriptor's entries among
+ *  the top keys (metrics_set_top_keys()). */
 void metrics_decision(metrics_shard *s, const weir_request *req,
-                      const weir_descriptor_status *statuses, size_t n);
+                      const weir_descriptor_status *statuses, size_t n, int64_t now_us);
 /** One request's handling time on @proto, and (HTTP) its route and status. */
 void metrics_request(metrics_shard *s, metrics_proto proto, int64_t ns, size_t route, int status);
 void metrics_connection(metrics_shard *s, metrics_proto proto, int delta);
@@ -50,6 +53,20 @@ void metrics_reload(metrics *m, bool ok);
 /** Set the near_limit threshold (millionths of a limit, at most 1000000)
  *  before any decision is counted. */
 void metrics_set_near_ratio(metrics *m, uint32_t ppm);
+
+/** Record the keys each domain denies most, in sketches of @counters
+ *  counters (0: none), before any decision is counted. False when out of
+ *  memory. */
+bool metrics_set_top_keys(metrics *m, uint32_t counters);
+
+/** An empty sketch of the top keys' shape (free it with
+ *  weir_topk_free()); NULL when they are not recorded or out of memory. */
+weir_topk *metrics_top_new(metrics *m);
+
+/** Merges into @into (from metrics_top_new()) every worker's denials of
+ *  @domain (@len bytes) over the minute under way at @now_us and the one
+ *  before it; returns the bytes @domain's sketches hold. */
+size_t metrics_top(metrics *m, const char *domain, size_t len, int64_t now_us, weir_topk *into);
 
 /** A counter's growth, named for statsd: @prefix @key, then '.' @stat
  *  when @stat is not NULL. */

@@ -16,6 +16,7 @@
 
 #include "metrics.h"
 #include "stat_key.h"
+#include "top_keys.h"
 
 /* Latency buckets and HTTP status codes counted (metrics.c's tables). */
 #define METRICS_N_BUCKETS 10u
@@ -64,6 +65,7 @@ struct metrics_shard {
     size_t value_series; /* stats entries holding request values */
     uint32_t near_ppm;   /* near_limit threshold, millionths of a limit */
     stat_key scratch;
+    top_keys *top; /* the keys denied most (NULL: --top-keys 0) */
     uint64_t latency[PROTO_N][METRICS_N_BUCKETS + 1];
     uint64_t latency_count[PROTO_N];
     uint64_t latency_sum_ns[PROTO_N];
@@ -83,6 +85,8 @@ struct metrics {
     size_t n_routes;
     _Atomic uint64_t reload_ok, reload_failed;
     uint64_t sent_ok, sent_failed; /* the statsd sink's, read by it only */
+    weir_ctx *top_ctx;             /* the top keys' sketches' allocator */
+    uint32_t top_counters;
 };
 
 /** The entry of @key (@len bytes) in @t, else a new one of @size zeroed

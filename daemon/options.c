@@ -7,6 +7,7 @@
 
 #include "statsd.h"
 #include "stores.h"
+#include "top_keys.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -149,6 +150,9 @@ static const option options[] = {
      AT(statsd_interval_ms), "how often --statsd sends (upstream's STATS_FLUSH_INTERVAL)"},
     {"near-limit-ratio", "WEIR_NEAR_LIMIT_RATIO", "RATIO", "0.8", K_RATIO, AT(near_limit_ppm),
      "the part of a limit past which hits count as near_limit (upstream's NEAR_LIMIT_RATIO)"},
+    {"top-keys", "WEIR_TOP_KEYS", "N", "1024", K_COUNT, AT(top_keys),
+     "counters of each sketch of the keys denied most (GET /admin/v1/top), one a worker, "
+     "domain and minute; 0 = none kept"},
     {"retry-jitter", "WEIR_RETRY_JITTER", "SECONDS", "0", K_COUNT, AT(retry_jitter_s),
      "add 0..SECONDS of random jitter to Retry-After"},
     {"default-algorithm", "WEIR_DEFAULT_ALGORITHM", "NAME", "fixed_window", K_ALGO,
@@ -678,6 +682,10 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
                 "weir serve: --statsd '%s': HOST:PORT (a port 1..65535) and a positive "
                 "--statsd-interval\n",
                 o->statsd);
+        return 2;
+    }
+    if (o->top_keys > TOP_KEYS_MAX_COUNTERS) {
+        fprintf(err, "weir serve: --top-keys must be 0..%u\n", TOP_KEYS_MAX_COUNTERS);
         return 2;
     }
     if (o->max_pipelined == 0) {

@@ -49,6 +49,7 @@ typedef struct serve_options {
     char statsd[SERVE_ADDR_BYTES]; /* "" = no statsd sink */
     int64_t statsd_interval_ms;
     uint32_t near_limit_ppm; /* near_limit's threshold, millionths of a limit */
+    uint64_t top_keys;       /* counters of a top keys sketch; 0 = none */
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;

@@ -11,6 +11,7 @@
 #include "sim.h"
 #include "static.h"
 #include "tokens.h"
+#include "top.h"
 #include "usage.h"
 #include "worker.h"
 
@@ -86,6 +87,7 @@ static const admin_route admin_routes[] = {
     {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_DELETE, admin_quota_delete},
     {"/admin/v1/audit", WEIR_HTTP1_GET, admin_audit_list},
     {ADMIN_USAGE_PREFIX, WEIR_HTTP1_GET, admin_usage_get},
+    {"/admin/v1/top", WEIR_HTTP1_GET, admin_top_get},
 };
 #define N_ADMIN_ROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
 

@@ -355,18 +355,20 @@ int admin_query_param(const weir_http1_str *q, const char *name, char *out, size
     return 0;
 }
 
-/* ?limit=N (1 .. PAGE_MAX, default PAGE_DEFAULT); 0 when answered. */
-static size_t page_size(http_answer *a, const weir_http1_str *q)
+size_t admin_query_count(http_answer *a, const weir_http1_str *q, const char *name, size_t dflt,
+                         size_t max)
 {
     char v[16];
     size_t len;
-    int got = admin_query_param(q, "limit", v, sizeof(v), &len);
+    int got = admin_query_param(q, name, v, sizeof(v), &len);
     if (got == 0)
-        return PAGE_DEFAULT;
-    char *end;
-    unsigned long n = got > 0 ? strtoul(v, &end, 10) : 0;
-    if (got < 0 || len == 0 || *end || n < 1 || n > PAGE_MAX) {
-        problem(a, 400, "limit is 1 to 1000");
+        return dflt;
+    char *end = v;
+    unsigned long n = got > 0 && v[0] >= '0' && v[0] <= '9' ? strtoul(v, &end, 10) : 0;
+    if (*end || n < 1 || n > max) {
+        char detail[80];
+        snprintf(detail, sizeof(detail), "%s is 1 to %zu", name, max);
+        problem(a, 400, detail);
         return 0;
     }
     return n;
@@ -375,9 +377,7 @@ static size_t page_size(http_answer *a, const weir_http1_str *q)
 static const char *const list_params[] = {"tier", "limit", "cursor"};
 static const char *const audit_params[] = {"key", "limit", "cursor"};
 
-/* Whether every parameter of @q is one of @names (else answered). */
-static bool params_known(http_answer *a, const weir_http1_str *q, const char *const *names,
-                         size_t n)
+bool admin_params_known(http_answer *a, const weir_http1_str *q, const char *const *names, size_t n)
 {
     for (size_t at = 0; at < q->n;) {
         const char *amp = memchr(q->p + at, '&', q->n - at);
@@ -388,9 +388,14 @@ static bool params_known(http_answer *a, const weir_http1_str *q, const char *co
         for (size_t i = 0; i < n; i++)
             known |= strlen(names[i]) == kl && memcmp(names[i], q->p + at, kl) == 0;
         if (!known && kl) {
-            char detail[160];
-            snprintf(detail, sizeof(detail), "unknown query parameter '%.*s' (takes %s, %s, %s)",
-                     (int)(kl > 40 ? 40 : kl), q->p + at, names[0], names[1], names[2]);
+            char detail[200];
+            int w = snprintf(detail, sizeof(detail), "unknown query parameter '%.*s' (takes",
+                             (int)(kl > 40 ? 40 : kl), q->p + at);
+            for (size_t i = 0; i < n && w > 0 && (size_t)w < sizeof(detail); i++)
+                w += snprintf(detail + w, sizeof(detail) - (size_t)w, "%s %s", i ? "," : "",
+                              names[i]);
+            if (w > 0 && (size_t)w < sizeof(detail))
+                snprintf(detail + w, sizeof(detail) - (size_t)w, ")");
             problem(a, 400, detail);
             return false;
         }
@@ -408,7 +413,8 @@ void admin_quota_list(admin_quotas *q, http_answer *a, const weir_http1_request 
     char after[QUOTA_MAX_KEY_BYTES + 1];
     size_t tier_len = 0, cursor_len = 0, after_len = 0;
     size_t limit;
-    if (!params_known(a, &req->query, list_params, 3) || !(limit = page_size(a, &req->query)))
+    if (!admin_params_known(a, &req->query, list_params, 3) ||
+        !(limit = admin_query_count(a, &req->query, "limit", PAGE_DEFAULT, PAGE_MAX)))
         return;
     int has_tier = admin_query_param(&req->query, "tier", tier, sizeof(tier), &tier_len);
     int has_cursor = admin_query_param(&req->query, "cursor", cursor, sizeof(cursor), &cursor_len);
@@ -445,7 +451,8 @@ void admin_audit_list(admin_quotas *q, http_answer *a, const weir_http1_request 
     worker *w = a->conn->w;
     char key[QUOTA_MAX_KEY_BYTES + 1], cursor[QUOTA_JSON_AUDIT_CURSOR_MAX + 1];
     size_t key_len = 0, cursor_len = 0, limit;
-    if (!params_known(a, &req->query, audit_params, 3) || !(limit = page_size(a, &req->query)))
+    if (!admin_params_known(a, &req->query, audit_params, 3) ||
+        !(limit = admin_query_count(a, &req->query, "limit", PAGE_DEFAULT, PAGE_MAX)))
         return;
     int has_key = admin_query_param(&req->query, "key", key, sizeof(key), &key_len);
     int has_cursor = admin_query_param(&req->query, "cursor", cursor, sizeof(cursor), &cursor_len);

@@ -45,6 +45,16 @@ bool admin_path_key(http_answer *a, const weir_http1_str *path, size_t prefix, c
 int admin_query_param(const weir_http1_str *q, const char *name, char *out, size_t cap,
                       size_t *len);
 
+/** Query parameter @name of @q as a count, 1 .. @max (@dflt when
+ *  absent); 0 when answered 400 ("NAME is 1 to MAX"). */
+size_t admin_query_count(http_answer *a, const weir_http1_str *q, const char *name, size_t dflt,
+                         size_t max);
+
+/** Whether every parameter of @q is one of @names (@n of them); else
+ *  answered 400, naming the first unknown one and what the route takes. */
+bool admin_params_known(http_answer *a, const weir_http1_str *q, const char *const *names,
+                        size_t n);
+
 /** @key's record in the quota database, or NULL (none, no database, or
  *  the database unavailable: nothing answered). Valid until the next
  *  call on @q. */

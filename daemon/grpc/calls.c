@@ -77,7 +77,7 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     worker *w = c->conn->w;
     grpc_calls *gc = rc->gc;
     const serve_options *o = &w->srv->opt;
-    metrics_decision(w->metrics, &c->req, st, n);
+    metrics_decision(w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
     const weir_headers *headers = NULL;
     if (o->grpc_response_headers) {

@@ -148,7 +148,7 @@ static void kick(const call *c)
 static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     route_call *rc = c->data;
-    metrics_decision(c->conn->w->metrics, &c->req, st, n);
+    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
     rc->answer(rc->a, &c->req, &dec, c->now_us);
     kick(c);
@@ -441,7 +441,7 @@ static void batch_item_done(batch *b)
 static void on_item_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     batch_call *bc = c->data;
-    metrics_decision(c->conn->w->metrics, &c->req, st, n);
+    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
     weir_buf *out = &bc->b->items[bc->i];
     if (n && st[0].domain_not_found) {

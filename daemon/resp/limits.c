@@ -312,7 +312,7 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
 {
     const check_call *cc = k->data;
     weir_buf *b = resp_target_buf(&cc->t);
-    metrics_decision(k->conn->w->metrics, &k->req, st, n);
+    metrics_decision(k->conn->w->metrics, &k->req, st, n, k->now_us);
     if (n > 0 && st[0].domain_not_found) {
         weir_resp_errorf(b, "ERR unknown domain '%.*s'",
                          (int)(k->req.domain_len > 120 ? 120 : k->req.domain_len), k->req.domain);

@@ -10,6 +10,7 @@
  *   weir/engine.h   the decision engine: requests matched against rules
  *   weir/units.h    the grammar of durations and sizes
  *   weir/calendar.h time zones and calendar periods (day, month, year)
+ *   weir/topk.h     the heaviest keys of a stream in fixed memory (Space-Saving)
  *
  * docs/LIBRARY.md walks through a first program.
  */
@@ -25,6 +26,7 @@
 #include "weir/rules.h"
 #include "weir/status.h"
 #include "weir/store.h"
+#include "weir/topk.h"
 #include "weir/units.h"
 
 #ifdef __cplusplus

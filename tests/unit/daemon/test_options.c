@@ -77,7 +77,8 @@ static void clear_env(void)
                                        "STATSD_HOST",
                                        "STATSD_PORT",
                                        "STATS_FLUSH_INTERVAL",
-                                       "NEAR_LIMIT_RATIO"};
+                                       "NEAR_LIMIT_RATIO",
+                                       "WEIR_TOP_KEYS"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -314,6 +315,26 @@ static void statsd_and_near_ratio(void **unused)
     clear_env();
 }
 
+/* the top keys' counters: 1024 by default, 0 turns them off, a cap */
+static void top_keys(void **unused)
+{
+    (void)unused;
+    serve_options o;
+    bool done;
+    char err[512];
+    clear_env();
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_int_equal(o.top_keys, 1024);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--top-keys", "0", NULL), 0);
+    assert_int_equal(o.top_keys, 0);
+    setenv("WEIR_TOP_KEYS", "65536", 1);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), NULL), 0);
+    assert_int_equal(o.top_keys, 65536);
+    assert_int_equal(parse(&o, &done, err, sizeof(err), "--top-keys", "65537", NULL), 2);
+    assert_string_equal(err, "weir serve: --top-keys must be 0..65536\n");
+    clear_env();
+}
+
 static void errors_name_the_setting(void **unused)
 {
     (void)unused;
@@ -415,6 +436,7 @@ int main(void)
         cmocka_unit_test(errors_name_the_setting),
         cmocka_unit_test(upstream_environment),
         cmocka_unit_test(statsd_and_near_ratio),
+        cmocka_unit_test(top_keys),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

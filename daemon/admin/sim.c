@@ -85,7 +85,7 @@ static bool members(sim_error *e, jnode *object, const char *where, const char *
     jnode *key = weir_api_dec_members(object, names, n, out, &twice);
     if (!key)
         return true;
-    char q[WEIR_API_QUOTE_MAX + 4], field[64];
+    char q[WEIR_API_QUOTE_MAX + 4], field[WEIR_API_QUOTE_MAX + 40];
     weir_api_dec_quote(q, key->s, key->n);
     snprintf(field, sizeof(field), "%s%s", where, q);
     return refuse(e, 400, field, twice ? "member '%s' given twice" : "unknown member '%s'", q);

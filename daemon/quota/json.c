@@ -273,7 +273,7 @@ static bool get_window(pctx *c, jnode *unit, jnode *calendar, quota_override *o)
 static bool get_algorithm(pctx *c, jnode *v, const quota_override *o, weir_algorithm *out)
 {
     static const char name[] = "algorithm";
-    size_t a;
+    size_t a = 0;
     if (!get_name(c, v, name, algorithm_name, WEIR_ALGORITHM_COUNT + 1, &a))
         return false;
     if (a == WEIR_ALGO_CONCURRENCY)
@@ -302,7 +302,7 @@ static bool get_override(pctx *c, jnode *obj, quota_override *o)
     enum { DESCRIPTOR, REQUESTS, UNIT, CALENDAR, TIME_ZONE, ALGORITHM, N };
     static const char *const names[N] = {"descriptor", "requests_per_unit", "unit",
                                          "calendar",   "time_zone",         "algorithm"};
-    jnode *f[N];
+    jnode *f[N] = {0};
     memset(o, 0, sizeof(*o));
     if (obj->type != WEIR_JSON_OBJECT)
         return refuse(c, 400, NULL, "an override must be an object");
@@ -382,7 +382,7 @@ static bool get_tenant(pctx *c, jnode *root, quota_tenant *t)
 {
     enum { TIER, OVERRIDES, EFFECTIVE_AT, EXPIRES_AT, N };
     static const char *const names[N] = {"tier", "overrides", "effective_at", "expires_at"};
-    jnode *f[N];
+    jnode *f[N] = {0};
     if (root->type != WEIR_JSON_OBJECT)
         return refuse(c, 400, NULL, "the body must be a JSON object");
     if (!members(c, root, names, N, f) || !get_tier(c, f[TIER], t->tier) ||

@@ -279,9 +279,11 @@ def test_configmap_symlink_swap(weir_factory, tmp_path):
     os.rename(cfg / "..data_tmp", cfg / "..data")
     (cfg / "..2024_01_01_v1" / "rules.yaml").unlink()
     (cfg / "..2024_01_01_v1").rmdir()
-    weir.wait_until(lambda: "requests_per_unit=50 " in rule_line(weir, "other"), timeout=2,
+    # within a second or so (the watch, else its poll); slack for a
+    # sanitizer build on a loaded machine
+    weir.wait_until(lambda: "requests_per_unit=50 " in rule_line(weir, "other"), timeout=5,
                     what="the swapped rules")
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 5
     assert remaining(weir) == 2
     assert weir.count_log(r"event=rules_reload_failed") == 0
 

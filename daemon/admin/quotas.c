@@ -143,7 +143,10 @@ static void etag_header(worker *w, int64_t version)
     weir_headers_add(&w->headers, "ETag", 4, v, (size_t)n);
 }
 
-/* -1: no condition; 0: If-None-Match: *; N: If-Match: "N". -2 when
+/* If-Match: *: any version of a record that exists. */
+#define IF_MATCH_ANY (-3)
+
+/* -1: no condition; 0: If-None-Match: *; N: If-Match: "N"; IF_MATCH_ANY: If-Match: *. -2 when
  * answered (a condition that cannot be a version of ours). */
 static int64_t condition(http_answer *a, const weir_http1_request *req)
 {
@@ -158,7 +161,7 @@ static int64_t condition(http_answer *a, const weir_http1_request *req)
     if (!m.p)
         return -1;
     if (m.n == 1 && m.p[0] == '*')
-        return -1; /* any version: the record must exist, checked by the verb */
+        return IF_MATCH_ANY;
     int64_t v = 0;
     size_t i = 1;
     if (m.n < 3 || m.n > 21 || m.p[0] != '"' || m.p[m.n - 1] != '"')
@@ -292,6 +295,18 @@ void admin_quota_put(admin_quotas *q, http_answer *a, const weir_http1_request *
     }
     if (!(db = db_of(q, a)))
         return;
+    if (cond == IF_MATCH_ANY) { /* any version, but one must exist */
+        quota_db_status st = quota_db_get(db, key, len, &q->before);
+        if (st == QDB_NOT_FOUND) {
+            problem(a, 412, "If-Match: * and no record to match");
+            return;
+        }
+        if (st != QDB_OK) {
+            db_failed(q, a, st);
+            return;
+        }
+        cond = -1;
+    }
     memcpy(q->one.key, key, len + 1);
     q->one.key_len = len;
     bool created = false, changed = false;
@@ -316,6 +331,8 @@ void admin_quota_delete(admin_quotas *q, http_answer *a, const weir_http1_reques
     quota_db *db;
     if (!key_and_condition(a, req, key, &len, &cond))
         return;
+    if (cond == IF_MATCH_ANY)
+        cond = -1; /* a missing record is 404 anyway */
     if (cond == 0) {
         problem(a, 400, "If-None-Match: * asks to create; DELETE takes If-Match");
         return;

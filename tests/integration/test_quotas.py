@@ -126,6 +126,11 @@ def test_if_match_keeps_two_operators_apart(weir):
     assert a.request("DELETE", q("k"), headers={"If-Match": '"1"'}).status == 412
     assert a.request("DELETE", q("k"), headers={"If-Match": '"2"'}).status == 204
     assert a.request("PUT", q("k"), PRO, headers={"If-Match": "1"}).status == 412
+    # If-Match: * asks for a record to exist
+    assert a.request("PUT", q("k"), PRO, headers={"If-Match": "*"}).status == 412
+    assert a.get(q("k")).status == 404
+    assert a.request("PUT", q("k"), PRO).status == 201
+    assert a.request("PUT", q("k"), {"tier": "free"}, headers={"If-Match": "*"}).status == 200
 
 
 def test_a_change_is_in_force_at_once(weir):

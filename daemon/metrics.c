@@ -26,7 +26,7 @@ static const char *const fm_names[FM_N] = {"allow", "deny", "local"};
 static const char *const proto_names[PROTO_N] = {"http", "grpc", "resp"};
 
 /* Latency buckets, in nanoseconds, and as Prometheus writes them. */
-static const int64_t bucket_ns[METRICS_N_BUCKETS] = {
+const int64_t metrics_bucket_ns[METRICS_N_BUCKETS] = {
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000, 100000000};
 static const char *const bucket_text[METRICS_N_BUCKETS] = {
     "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.1"};
@@ -50,6 +50,7 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
     m->n_shards = n_shards;
     m->routes = routes;
     m->n_routes = n_routes;
+    pthread_mutex_init(&m->reload_lock, NULL);
     for (unsigned i = 0; i < n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         pthread_mutex_init(&s->lock, NULL);
@@ -84,6 +85,7 @@ void metrics_free(metrics *m)
         free(s->http);
         pthread_mutex_destroy(&s->lock);
     }
+    pthread_mutex_destroy(&m->reload_lock);
     free(m->shards);
     free(m);
 }
@@ -234,7 +236,7 @@ static size_t code_index(int status)
 void metrics_request(metrics_shard *s, metrics_proto proto, int64_t ns, size_t route, int status)
 {
     size_t b = 0;
-    while (b < N_BUCKETS && ns > bucket_ns[b])
+    while (b < N_BUCKETS && ns > metrics_bucket_ns[b])
         b++;
     pthread_mutex_lock(&s->lock);
     s->latency[proto][b]++;
@@ -268,9 +270,18 @@ void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code wh
         atomic_fetch_add_explicit(&s->refused[proto][why], 1, memory_order_relaxed);
 }
 
-void metrics_reload(metrics *m, bool ok)
+void metrics_reload(metrics *m, bool ok, int64_t now_us, const char *error)
 {
     atomic_fetch_add_explicit(ok ? &m->reload_ok : &m->reload_failed, 1, memory_order_relaxed);
+    pthread_mutex_lock(&m->reload_lock);
+    if (ok) {
+        m->last_ok_us = now_us;
+    } else {
+        m->last_failed_us = now_us;
+        snprintf(m->last_error, sizeof(m->last_error), "%s",
+                 error && *error ? error : "the rules were refused (see the log)");
+    }
+    pthread_mutex_unlock(&m->reload_lock);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -308,19 +319,19 @@ static int cmp_merged(const void *a, const void *b)
 
 /* Collects every shard's per-rule rows, sorted and summed; *n rows. The
  * strings stay owned by the shards (entries are never removed). */
-static merged *collect(metrics *m, size_t *n)
+static merged *collect(metrics *m, unsigned n_shards, size_t *n)
 {
     size_t total = 0;
-    for (unsigned i = 0; i < m->n_shards; i++) {
+    for (unsigned i = 0; i < n_shards; i++) {
         pthread_mutex_lock(&m->shards[i].lock);
         total += m->shards[i].rules.used;
         pthread_mutex_unlock(&m->shards[i].lock);
     }
-    size_t room = total + m->n_shards * 64 + 1, k = 0;
+    size_t room = total + n_shards * 64 + 1, k = 0;
     merged *rows = calloc(room, sizeof(*rows));
     if (!rows)
         return NULL;
-    for (unsigned i = 0; i < m->n_shards; i++) {
+    for (unsigned i = 0; i < n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         pthread_mutex_lock(&s->lock);
         for (size_t j = 0; j < s->rules.cap && k < room; j++) {
@@ -354,7 +365,7 @@ static merged *collect(metrics *m, size_t *n)
 static void render_rules(metrics *m, weir_buf *b)
 {
     size_t n = 0;
-    merged *rows = collect(m, &n);
+    merged *rows = collect(m, m->n_shards, &n);
     if (!rows) {
         b->failed = true;
         return;
@@ -556,4 +567,65 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
                         (unsigned long long)st.expirations);
     }
     metrics_render_redis(store, b);
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+bool metrics_snapshot_take(metrics *m, unsigned n_shards, metrics_snapshot *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n_shards > m->n_shards || n_shards == 0)
+        n_shards = m->n_shards;
+    size_t n = 0;
+    merged *rows = collect(m, n_shards, &n);
+    if (!rows)
+        return false;
+    out->rules = calloc(n ? n : 1, sizeof(*out->rules));
+    if (!out->rules) {
+        free(rows);
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        metrics_rule_counts *r = &out->rules[i];
+        r->domain = rows[i].domain;
+        r->rule = rows[i].rule;
+        r->allowed = rows[i].results[RES_ALLOWED];
+        r->denied = rows[i].results[RES_DENIED];
+        r->shadow_would_deny = rows[i].results[RES_SHADOW];
+        r->failure_mode = rows[i].results[RES_FAILURE];
+    }
+    out->n_rules = n;
+    free(rows);
+    for (unsigned i = 0; i < n_shards; i++) {
+        metrics_shard *s = &m->shards[i];
+        pthread_mutex_lock(&s->lock);
+        for (int p = 0; p < PROTO_N; p++) {
+            for (size_t k = 0; k <= N_BUCKETS; k++)
+                out->latency[p][k] += s->latency[p][k];
+            out->latency_count[p] += s->latency_count[p];
+            out->latency_sum_ns[p] += s->latency_sum_ns[p];
+        }
+        pthread_mutex_unlock(&s->lock);
+        for (int p = 0; p < PROTO_N; p++) {
+            out->connections[p] += atomic_load_explicit(&s->connections[p], memory_order_relaxed);
+            out->accepted[p] += atomic_load_explicit(&s->accepted[p], memory_order_relaxed);
+            out->rejected[p] += atomic_load_explicit(&s->rejected[p], memory_order_relaxed);
+            out->evicted[p] += atomic_load_explicit(&s->evicted[p], memory_order_relaxed);
+        }
+    }
+    out->reload_ok = atomic_load_explicit(&m->reload_ok, memory_order_relaxed);
+    out->reload_failed = atomic_load_explicit(&m->reload_failed, memory_order_relaxed);
+    pthread_mutex_lock(&m->reload_lock);
+    out->last_ok_us = m->last_ok_us;
+    out->last_failed_us = m->last_failed_us;
+    memcpy(out->last_error, m->last_error, sizeof(out->last_error));
+    pthread_mutex_unlock(&m->reload_lock);
+    return true;
+}
+
+void metrics_snapshot_free(metrics_snapshot *s)
+{
+    free(s->rules);
+    s->rules = NULL;
+    s->n_rules = 0;
 }

@@ -17,8 +17,8 @@
 #include "metrics.h"
 #include "stat_key.h"
 
-/* Latency buckets and HTTP status codes counted (metrics.c's tables). */
-#define METRICS_N_BUCKETS 10u
+/* HTTP status codes counted (metrics.c's table; the latency buckets:
+ * metrics.h). */
 #define METRICS_N_CODES 13u
 /* weir_refusal_code values counted (0 .. WEIR_REFUSAL_OVERRIDE_REFUSED) */
 #define METRICS_REFUSALS 13u
@@ -82,6 +82,9 @@ struct metrics {
     const char *const *routes;
     size_t n_routes;
     _Atomic uint64_t reload_ok, reload_failed;
+    pthread_mutex_t reload_lock; /* the last loads' times and reason */
+    int64_t last_ok_us, last_failed_us;
+    char last_error[METRICS_RELOAD_ERROR_BYTES];
     uint64_t sent_ok, sent_failed; /* the statsd sink's, read by it only */
 };
 

@@ -8,8 +8,10 @@
 #include <string.h>
 
 #include "quotas.h"
+#include "stats.h"
 #include "tokens.h"
 #include "usage.h"
+#include "web.h"
 #include "worker.h"
 
 typedef void (*admin_fn)(admin_quotas *q, http_answer *a, const weir_http1_request *req,
@@ -37,7 +39,11 @@ static void tiers_get(admin_quotas *q, http_answer *a, const weir_http1_request 
     http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
 }
 
+static void stats_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                      const char *who);
+
 static const admin_route admin_routes[] = {
+    {"/admin/v1/stats", WEIR_HTTP1_GET, stats_get},
     {"/admin/v1/tiers", WEIR_HTTP1_GET, tiers_get},
     {"/admin/v1/quotas", WEIR_HTTP1_GET, admin_quota_list},
     {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_GET, admin_quota_get},
@@ -47,6 +53,35 @@ static const admin_route admin_routes[] = {
     {ADMIN_USAGE_PREFIX, WEIR_HTTP1_GET, admin_usage_get},
 };
 #define N_ADMIN_ROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
+
+/* The dashboard's snapshot; "routes" lists the paths above once each, so
+ * the page knows which routes this build has. */
+static void stats_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                      const char *who)
+{
+    (void)q;
+    (void)req;
+    (void)who;
+    const char *paths[N_ADMIN_ROUTES];
+    size_t n = 0;
+    for (size_t i = 0; i < N_ADMIN_ROUTES; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(paths[j], admin_routes[i].path) != 0)
+            j++;
+        if (j == n)
+            paths[n++] = admin_routes[i].path;
+    }
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    if (!admin_stats_render(w->srv, paths, n, &w->body)) {
+        http_answer_problem(a, 500, "out of memory");
+        return;
+    }
+    static const char no_store[] = "no-store";
+    weir_headers_clear(&w->headers);
+    weir_headers_add(&w->headers, "Cache-Control", 13, no_store, sizeof(no_store) - 1);
+    http_answer_respond(a, 200, "application/json", &w->headers, w->body.p, w->body.len);
+}
 
 static bool path_matches(const char *route, const weir_http1_str *path)
 {
@@ -70,6 +105,9 @@ static void unauthorized(http_answer *a, const char *detail)
 void admin_handle(admin_quotas *q, http_answer *a, const weir_http1_request *req)
 {
     server *srv = a->conn->w->srv;
+    /* the dashboard's page and files hold no data: no token */
+    if (admin_web_handle(a, req))
+        return;
     if (!srv->admin_tokens) {
         unauthorized(a, "the admin API has no tokens: start weir with --admin-token-file");
         return;

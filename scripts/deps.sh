@@ -38,6 +38,9 @@ packages+=(
     postgresql sqlite3
     # gRPC tests: Python's grpcio client (protoc makes its descriptors)
     python3-grpcio python3-protobuf protobuf-compiler
+    # the dashboard's browser test (tests/integration/test_dashboard_browser.py):
+    # headless Chromium driven by Selenium through chromedriver
+    chromium chromium-driver python3-selenium
     # benchmarks
     wrk nghttp2-client
 )

@@ -345,7 +345,10 @@
     let max = 0;
     for (const p of state.history) for (const k of series) if (p[k] > max) max = p[k];
     if (max <= 0) max = 1;
-    const x = (t) => left + (w - left - right) * (1 - (now - t) / HISTORY_MS);
+    /* the time shown: what the page has seen, from one minute to five */
+    const seen = state.history.length ? now - state.history[0].t : 0;
+    const span = Math.min(HISTORY_MS, Math.max(60 * 1000, seen));
+    const x = (t) => left + (w - left - right) * (1 - (now - t) / span);
     const y = (v) => top + (h - top - bottom) * (1 - v / max);
     for (const f of [0, 0.5, 1]) {
       svg.append(svgEl('line', { class: 'axis', x1: left, x2: w - right, y1: y(max * f), y2: y(max * f) }));
@@ -353,7 +356,9 @@
       tx.textContent = label(max * f);
       svg.append(tx);
     }
-    for (const [t, text] of [[now - HISTORY_MS, '5 min ago'], [now, 'now']]) {
+    const start = span >= HISTORY_MS ? '5 min ago' : span >= 120000
+      ? Math.round(span / 60000) + ' min ago' : Math.round(span / 1000) + ' s ago';
+    for (const [t, text] of [[now - span, start], [now, 'now']]) {
       const tx = svgEl('text', { class: 'label', x: x(t), y: h - 4,
         'text-anchor': t === now ? 'end' : 'start' });
       tx.textContent = text;
@@ -383,13 +388,13 @@
 
   function drawDecisions(now) {
     draw($('chart-decisions'), now, ['allowed', 'denied'], rate);
-    $('cap-decisions').textContent = 'Decisions per second over the last 5 minutes: ' +
+    $('cap-decisions').textContent = 'Decisions per second, up to the last 5 minutes: ' +
       summary('allowed', rate, '/s') + '; ' + summary('denied', rate, '/s') + '.';
   }
 
   function drawLatency(now) {
     draw($('chart-latency'), now, ['p50', 'p99'], seconds);
-    $('cap-latency').textContent = 'Latency over the last 5 minutes: ' +
+    $('cap-latency').textContent = 'Latency, up to the last 5 minutes: ' +
       summary('p50', seconds, '') + '; ' + summary('p99', seconds, '') + '.';
   }
 

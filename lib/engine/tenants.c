@@ -294,7 +294,7 @@ weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
     char *blk;
     if (!grow_slots(t) || !(blk = bump(t, size, 64)))
         return WEIR_ENOMEM;
-    tenant_rec *r = (tenant_rec *)blk;
+    tenant_rec *r = (tenant_rec *)(void *)blk; /* bump() aligned it to 64 */
     char *key = blk + sizeof(*r);
     memcpy(key, in->key, in->key_len);
     r->key = key;
@@ -302,7 +302,7 @@ weir_status weir_tenants_add(weir_tenants *t, const weir_tenant *in)
     r->tier = in->tier ? key + in->key_len : NULL;
     if (in->tier)
         put_str(key + in->key_len, in->tier, tier_len);
-    tenant_limit *lim = (tenant_limit *)(key + key_room);
+    tenant_limit *lim = (tenant_limit *)(void *)(key + key_room); /* key_room: 8s */
     char *str = (char *)(lim + in->n_limits);
     r->limits = lim;
     r->n = (uint32_t)in->n_limits;

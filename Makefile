@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants bench-quotas format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants bench-quotas bench-dashboard format format-check clean
 
 all: build
 
@@ -105,6 +105,11 @@ bench-tenants: build
 # without tenants, one daemon at a time, rounds alternating (bench/quotas.sh).
 bench-quotas: build
 	bench/quotas.sh
+
+# HTTP decisions/s with two dashboards open (GET /admin/v1/stats once a
+# second each) against none, alternating rounds in one run.
+bench-dashboard: build
+	bench/dashboard.sh
 
 # Decisions completed later (the deferred test store) against inline ones,
 # side by side: a release build with the test stores, in build-bench/.

@@ -2,7 +2,8 @@
 # file under web/ becomes a row {path, content type, bytes} of
 # gen/web_files.c. web/NAME.html is served at /NAME; any other file F at
 # /STEM/F, STEM being F's name up to its first '.'; a file in a folder,
-# web/D/F, at /D/F. Adding or editing a file re-runs CMake.
+# web/D/F, at /D/F. Each row has an ETag, the first 20 hex digits of the
+# file's SHA-256. Adding or editing a file re-runs CMake.
 file(GLOB_RECURSE WEIR_WEB_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/web/*)
 list(SORT WEIR_WEB_FILES)
 set(WEIR_WEB_C "/* generated from web/ by cmake/web.cmake */
@@ -37,8 +38,11 @@ foreach(file ${WEIR_WEB_FILES})
         set(type "application/json")
     endif()
     weir_embed(${file} bytes len)
+    # a strong validator for If-None-Match: the content's digest
+    file(SHA256 ${file} digest)
+    string(SUBSTRING ${digest} 0 20 etag)
     string(APPEND WEIR_WEB_C "static const unsigned char web_${WEIR_WEB_COUNT}[] = {\n    ${bytes}0x00};\n")
-    string(APPEND WEIR_WEB_ROWS "    {\"${url}\", \"${type}\", web_${WEIR_WEB_COUNT}, ${len}},\n")
+    string(APPEND WEIR_WEB_ROWS "    {\"${url}\", \"${type}\", \"\\\"${etag}\\\"\", web_${WEIR_WEB_COUNT}, ${len}},\n")
     math(EXPR WEIR_WEB_COUNT "${WEIR_WEB_COUNT} + 1")
 endforeach()
 if(WEIR_WEB_COUNT EQUAL 0)

@@ -372,7 +372,7 @@ static int start(server *s)
         fprintf(stderr, "weir serve: cannot start the engine\n");
         return 1;
     }
-    metrics_reload(s->metrics, true);
+    metrics_reload(s->metrics, true, server_now_us(s), NULL);
     server_log_loaded(s, &counts, "start");
     if (s->opt.quota_db[0]) {
         char why[256];
@@ -433,7 +433,9 @@ static int start(server *s)
     }
     const char *admin = url_of(s, &admin_proto);
     if (strcmp(admin, "off") != 0) {
-        printf("  admin:   %s/admin/v1/tiers (bearer token: docs/QUOTAS.md)\n", admin);
+        printf("  admin:   %s/admin/v1/tiers (bearer token: docs/QUOTAS.md)\n"
+               "  dashboard: %s/dashboard (the same token: docs/DASHBOARD.md)\n",
+               admin, admin);
         fflush(stdout);
     }
     return 0;

@@ -28,7 +28,7 @@ static const char *const fm_names[FM_N] = {"allow", "deny", "local"};
 static const char *const proto_names[PROTO_N] = {"http", "grpc", "resp"};
 
 /* Latency buckets, in nanoseconds, and as Prometheus writes them. */
-static const int64_t bucket_ns[METRICS_N_BUCKETS] = {
+const int64_t metrics_bucket_ns[METRICS_N_BUCKETS] = {
     50000, 100000, 250000, 500000, 1000000, 2500000, 5000000, 10000000, 25000000, 100000000};
 static const char *const bucket_text[METRICS_N_BUCKETS] = {
     "5e-05", "0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01", "0.025", "0.1"};
@@ -52,6 +52,7 @@ metrics *metrics_new(unsigned n_shards, const char *const *routes, size_t n_rout
     m->n_shards = n_shards;
     m->routes = routes;
     m->n_routes = n_routes;
+    pthread_mutex_init(&m->reload_lock, NULL);
     for (unsigned i = 0; i < n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         pthread_mutex_init(&s->lock, NULL);
@@ -82,11 +83,13 @@ void metrics_free(metrics *m)
     for (unsigned i = 0; i < m->n_shards; i++) {
         metrics_shard *s = &m->shards[i];
         table_free(&s->rules);
+        table_free(&s->tiers);
         table_free(&s->stats);
         top_keys_free(s->top);
         free(s->http);
         pthread_mutex_destroy(&s->lock);
     }
+    pthread_mutex_destroy(&m->reload_lock);
     free(m->shards);
     weir_ctx_free(m->top_ctx);
     free(m);
@@ -192,9 +195,10 @@ void *metrics_table_get(series_table *t, const char *key, size_t len, size_t siz
     return e;
 }
 
-/* The series of (domain, rule), or past the cap (domain, "_overflow");
- * NULL when out of memory. Under the lock. */
-static rule_series *rule_series_of(metrics_shard *s, const char *domain, const char *rule)
+/* The series of (domain, name) in @t (the rules or the tiers), or past
+ * the cap (domain, "_overflow"); NULL when out of memory. Under the
+ * lock. */
+static rule_series *rule_series_of(series_table *t, const char *domain, const char *rule)
 {
     char key[2 * WEIR_RULES_MAX_STRING_BYTES + 16];
     size_t dn = strlen(domain), rn = strlen(rule);
@@ -205,12 +209,12 @@ static rule_series *rule_series_of(metrics_shard *s, const char *domain, const c
     if (dn + rn + 2 <= sizeof(key)) {
         memcpy(key, domain, dn + 1);
         memcpy(key + dn + 1, rule, rn + 1);
-        e = metrics_table_get(&s->rules, key, dn + rn + 2, sizeof(*e), MAX_RULE_SERIES, &made);
+        e = metrics_table_get(t, key, dn + rn + 2, sizeof(*e), MAX_RULE_SERIES, &made);
     }
     if (!e) {
         memcpy(key, domain, dn + 1);
         memcpy(key + dn + 1, "_overflow", 10);
-        e = metrics_table_get(&s->rules, key, dn + 11, sizeof(*e), SIZE_MAX, &made);
+        e = metrics_table_get(t, key, dn + 11, sizeof(*e), SIZE_MAX, &made);
     }
     return e;
 }
@@ -221,7 +225,7 @@ static void count_rule(metrics_shard *s, const weir_limit_outcome *o)
     const weir_rule_limit *l = o->limit;
     if (!l || !l->domain || !l->path)
         return;
-    rule_series *e = rule_series_of(s, l->domain, l->name ? l->name : l->path);
+    rule_series *e = rule_series_of(&s->rules, l->domain, l->name ? l->name : l->path);
     if (!e)
         return;
     int res = o->failure_mode          ? RES_FAILURE
@@ -244,6 +248,21 @@ static const weir_limit_outcome *reported(const weir_descriptor_status *st)
     return st->n_outcomes ? &st->outcomes[0] : NULL;
 }
 
+/* Counts a tenant's descriptor once under its tier's series (a tier's
+ * name comes from the rules, so their number is bounded). */
+static void count_tier(metrics_shard *s, const weir_descriptor_status *st)
+{
+    const weir_limit_outcome *o = st->n_outcomes ? &st->outcomes[0] : NULL;
+    if (!o || !o->tier || !o->limit || !o->limit->domain)
+        return;
+    rule_series *e = rule_series_of(&s->tiers, o->limit->domain, o->tier);
+    if (e)
+        e->results[st->failure_mode                   ? RES_FAILURE
+                   : st->code == WEIR_CODE_OVER_LIMIT ? RES_DENIED
+                   : st->would_deny                   ? RES_SHADOW
+                                                      : RES_ALLOWED]++;
+}
+
 void metrics_decision(metrics_shard *s, const weir_request *req,
                       const weir_descriptor_status *statuses, size_t n, int64_t now_us)
 {
@@ -252,6 +271,7 @@ void metrics_decision(metrics_shard *s, const weir_request *req,
         const weir_descriptor_status *st = &statuses[i];
         for (size_t k = 0; k < st->n_outcomes; k++)
             count_rule(s, &st->outcomes[k]);
+        count_tier(s, st);
         /* a denial by a limit, not by a store's failure: a key to rank */
         if (st->code == WEIR_CODE_OVER_LIMIT && !st->failure_mode && s->top &&
             i < req->n_descriptors)
@@ -275,7 +295,7 @@ static size_t code_index(int status)
 void metrics_request(metrics_shard *s, metrics_proto proto, int64_t ns, size_t route, int status)
 {
     size_t b = 0;
-    while (b < N_BUCKETS && ns > bucket_ns[b])
+    while (b < N_BUCKETS && ns > metrics_bucket_ns[b])
         b++;
     pthread_mutex_lock(&s->lock);
     s->latency[proto][b]++;
@@ -309,9 +329,18 @@ void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code wh
         atomic_fetch_add_explicit(&s->refused[proto][why], 1, memory_order_relaxed);
 }
 
-void metrics_reload(metrics *m, bool ok)
+void metrics_reload(metrics *m, bool ok, int64_t now_us, const char *error)
 {
     atomic_fetch_add_explicit(ok ? &m->reload_ok : &m->reload_failed, 1, memory_order_relaxed);
+    pthread_mutex_lock(&m->reload_lock);
+    if (ok) {
+        m->last_ok_us = now_us;
+    } else {
+        m->last_failed_us = now_us;
+        snprintf(m->last_error, sizeof(m->last_error), "%s",
+                 error && *error ? error : "the rules were refused (see the log)");
+    }
+    pthread_mutex_unlock(&m->reload_lock);
 }
 
 /* ------------------------------------------------------------ rendering */
@@ -347,25 +376,33 @@ static int cmp_merged(const void *a, const void *b)
     return c ? c : strcmp(x->rule, y->rule);
 }
 
-/* Collects every shard's per-rule rows, sorted and summed; *n rows. The
- * strings stay owned by the shards (entries are never removed). */
-static merged *collect(metrics *m, size_t *n)
+typedef enum { TABLE_RULES, TABLE_TIERS } table_id;
+
+static series_table *table_of(metrics_shard *s, table_id id)
+{
+    return id == TABLE_TIERS ? &s->tiers : &s->rules;
+}
+
+/* Collects every shard's rows of one table, sorted and summed; *n rows.
+ * The strings stay owned by the shards (entries are never removed). */
+static merged *collect(metrics *m, unsigned n_shards, table_id table, size_t *n)
 {
     size_t total = 0;
-    for (unsigned i = 0; i < m->n_shards; i++) {
+    for (unsigned i = 0; i < n_shards; i++) {
         pthread_mutex_lock(&m->shards[i].lock);
-        total += m->shards[i].rules.used;
+        total += table_of(&m->shards[i], table)->used;
         pthread_mutex_unlock(&m->shards[i].lock);
     }
-    size_t room = total + m->n_shards * 64 + 1, k = 0;
+    size_t room = total + n_shards * 64 + 1, k = 0;
     merged *rows = calloc(room, sizeof(*rows));
     if (!rows)
         return NULL;
-    for (unsigned i = 0; i < m->n_shards; i++) {
+    for (unsigned i = 0; i < n_shards; i++) {
         metrics_shard *s = &m->shards[i];
+        const series_table *t = table_of(s, table);
         pthread_mutex_lock(&s->lock);
-        for (size_t j = 0; j < s->rules.cap && k < room; j++) {
-            const rule_series *e = (const rule_series *)s->rules.slots[j];
+        for (size_t j = 0; j < t->cap && k < room; j++) {
+            const rule_series *e = (const rule_series *)t->slots[j];
             if (!e)
                 continue;
             rows[k].domain = e->h.key;
@@ -395,7 +432,7 @@ static merged *collect(metrics *m, size_t *n)
 static void render_rules(metrics *m, weir_buf *b)
 {
     size_t n = 0;
-    merged *rows = collect(m, &n);
+    merged *rows = collect(m, m->n_shards, TABLE_RULES, &n);
     if (!rows) {
         b->failed = true;
         return;
@@ -437,6 +474,31 @@ static void render_rules(metrics *m, weir_buf *b)
     }
     free(rows);
     metrics_render_upstream(m, b);
+}
+
+/* Tenants' descriptors by tier: series only for tiers that decided. */
+static void render_tiers(metrics *m, weir_buf *b)
+{
+    size_t n = 0;
+    merged *rows = collect(m, m->n_shards, TABLE_TIERS, &n);
+    if (!rows) {
+        b->failed = true;
+        return;
+    }
+    metrics_header(b, "weir_tier_decisions_total", "counter",
+                   "Decisions of descriptors carrying a tenant's key, by domain, the tenant's "
+                   "tier and result.");
+    for (size_t i = 0; i < n; i++)
+        for (int r = 0; r < RES_N; r++) {
+            weir_buf_puts(b, "weir_tier_decisions_total{domain=\"");
+            metrics_put_label(b, rows[i].domain);
+            weir_buf_puts(b, "\",tier=\"");
+            metrics_put_label(b, rows[i].rule);
+            weir_buf_printf(b, "\",result=\"%s\"} ", result_names[r]);
+            weir_buf_put_u64(b, rows[i].results[r]);
+            weir_buf_putc(b, '\n');
+        }
+    free(rows);
 }
 
 static void render_latency(metrics *m, weir_buf *b)
@@ -564,6 +626,7 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
                     "# TYPE weir_build_info gauge\nweir_build_info{version=\"%s\"} 1\n",
                     weir_version());
     render_rules(m, b);
+    render_tiers(m, b);
     render_latency(m, b);
     render_http(m, b);
     render_connections(m, b);
@@ -597,4 +660,72 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
                         (unsigned long long)st.expirations);
     }
     metrics_render_redis(store, b);
+}
+
+/* ------------------------------------------------------------ snapshots */
+
+/* The rows of a table summed over @n_shards, as counts; *n of them. */
+static metrics_rule_counts *snapshot_rows(metrics *m, unsigned n_shards, table_id table, size_t *n)
+{
+    merged *rows = collect(m, n_shards, table, n);
+    if (!rows)
+        return NULL;
+    metrics_rule_counts *out = calloc(*n ? *n : 1, sizeof(*out));
+    for (size_t i = 0; out && i < *n; i++) {
+        metrics_rule_counts *r = &out[i];
+        r->domain = rows[i].domain;
+        r->rule = rows[i].rule;
+        r->allowed = rows[i].results[RES_ALLOWED];
+        r->denied = rows[i].results[RES_DENIED];
+        r->shadow_would_deny = rows[i].results[RES_SHADOW];
+        r->failure_mode = rows[i].results[RES_FAILURE];
+    }
+    free(rows);
+    return out;
+}
+
+bool metrics_snapshot_take(metrics *m, unsigned n_shards, metrics_snapshot *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n_shards > m->n_shards || n_shards == 0)
+        n_shards = m->n_shards;
+    out->rules = snapshot_rows(m, n_shards, TABLE_RULES, &out->n_rules);
+    out->tiers = snapshot_rows(m, n_shards, TABLE_TIERS, &out->n_tiers);
+    if (!out->rules || !out->tiers) {
+        metrics_snapshot_free(out);
+        return false;
+    }
+    for (unsigned i = 0; i < n_shards; i++) {
+        metrics_shard *s = &m->shards[i];
+        pthread_mutex_lock(&s->lock);
+        for (int p = 0; p < PROTO_N; p++) {
+            for (size_t k = 0; k <= N_BUCKETS; k++)
+                out->latency[p][k] += s->latency[p][k];
+            out->latency_count[p] += s->latency_count[p];
+            out->latency_sum_ns[p] += s->latency_sum_ns[p];
+        }
+        pthread_mutex_unlock(&s->lock);
+        for (int p = 0; p < PROTO_N; p++) {
+            out->connections[p] += atomic_load_explicit(&s->connections[p], memory_order_relaxed);
+            out->accepted[p] += atomic_load_explicit(&s->accepted[p], memory_order_relaxed);
+            out->rejected[p] += atomic_load_explicit(&s->rejected[p], memory_order_relaxed);
+            out->evicted[p] += atomic_load_explicit(&s->evicted[p], memory_order_relaxed);
+        }
+    }
+    out->reload_ok = atomic_load_explicit(&m->reload_ok, memory_order_relaxed);
+    out->reload_failed = atomic_load_explicit(&m->reload_failed, memory_order_relaxed);
+    pthread_mutex_lock(&m->reload_lock);
+    out->last_ok_us = m->last_ok_us;
+    out->last_failed_us = m->last_failed_us;
+    memcpy(out->last_error, m->last_error, sizeof(out->last_error));
+    pthread_mutex_unlock(&m->reload_lock);
+    return true;
+}
+
+void metrics_snapshot_free(metrics_snapshot *s)
+{
+    free(s->rules);
+    free(s->tiers);
+    s->rules = s->tiers = NULL;
+    s->n_rules = s->n_tiers = 0;
 }

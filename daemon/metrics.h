@@ -45,7 +45,9 @@ void metrics_connection_rejected(metrics_shard *s, metrics_proto proto);
 void metrics_connection_evicted(metrics_shard *s, metrics_proto proto);
 /** A request the engine refused (weir_engine_refusal()), by its reason. */
 void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why);
-void metrics_reload(metrics *m, bool ok);
+/** A rule load's result, at @now_us (the service's clock); @error (may
+ *  be NULL) says why a failed one failed. */
+void metrics_reload(metrics *m, bool ok, int64_t now_us, const char *error);
 
 /** The near_limit threshold of upstream's counters by default: 80 % of a
  *  limit, in millionths (upstream's NEAR_LIMIT_RATIO 0.8). */
@@ -80,5 +82,45 @@ void metrics_deltas(metrics *m, metrics_emit_fn *emit, void *arg);
 
 /** The Prometheus text exposition of everything, with @store's stats. */
 void metrics_render(metrics *m, weir_store *store, weir_buf *out);
+
+/* ------------------------------------------------------------ snapshots */
+
+/** Latency buckets: their upper bounds in nanoseconds (the last bucket,
+ *  index METRICS_N_BUCKETS, holds what is above the last bound). */
+#define METRICS_N_BUCKETS 10u
+extern const int64_t metrics_bucket_ns[METRICS_N_BUCKETS];
+
+/** The text kept of the last failed rule load's reason. */
+#define METRICS_RELOAD_ERROR_BYTES 512u
+
+/** One (domain, rule)'s decisions summed over the shards; the strings
+ *  belong to the metrics (their entries are never removed). */
+typedef struct metrics_rule_counts {
+    const char *domain, *rule;
+    uint64_t allowed, denied, shadow_would_deny, failure_mode;
+} metrics_rule_counts;
+
+/** The counters summed over some shards, read as a scrape reads them. */
+typedef struct metrics_snapshot {
+    metrics_rule_counts *rules; /* n_rules, by domain then rule */
+    size_t n_rules;
+    /* tenants' descriptors by domain then tier (`rule` is the tier) */
+    metrics_rule_counts *tiers;
+    size_t n_tiers;
+    uint64_t latency[PROTO_N][METRICS_N_BUCKETS + 1]; /* per bucket, not cumulative */
+    uint64_t latency_count[PROTO_N];
+    uint64_t latency_sum_ns[PROTO_N];
+    int64_t connections[PROTO_N];
+    uint64_t accepted[PROTO_N], rejected[PROTO_N], evicted[PROTO_N];
+    uint64_t reload_ok, reload_failed;
+    int64_t last_ok_us, last_failed_us;          /* the service's clock; 0: none yet */
+    char last_error[METRICS_RELOAD_ERROR_BYTES]; /* the last failure's reason */
+} metrics_snapshot;
+
+/** Sums the first @n_shards shards (the deciding workers': the admin
+ *  worker's shard is the last) into @out, each shard under its lock as a
+ *  scrape takes it. False when out of memory (nothing to free then). */
+bool metrics_snapshot_take(metrics *m, unsigned n_shards, metrics_snapshot *out);
+void metrics_snapshot_free(metrics_snapshot *s);
 
 #endif /* WEIR_DAEMON_METRICS_H */

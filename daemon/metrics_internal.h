@@ -18,8 +18,8 @@
 #include "stat_key.h"
 #include "top_keys.h"
 
-/* Latency buckets and HTTP status codes counted (metrics.c's tables). */
-#define METRICS_N_BUCKETS 10u
+/* HTTP status codes counted (metrics.c's table; the latency buckets:
+ * metrics.h). */
 #define METRICS_N_CODES 13u
 /* weir_refusal_code values counted (0 .. WEIR_REFUSAL_OVERRIDE_REFUSED) */
 #define METRICS_REFUSALS 13u
@@ -43,7 +43,8 @@ typedef struct series_table {
     size_t cap, used;
 } series_table;
 
-/* weir's own series of one limit: key "domain\0rule\0". */
+/* weir's own series of one limit: key "domain\0rule\0"; in the tiers
+ * table, of one tenant tier's descriptors: "domain\0tier\0". */
 typedef struct rule_series {
     series_head h;
     uint64_t results[RES_N];
@@ -61,7 +62,7 @@ typedef struct stat_series {
 
 struct metrics_shard {
     pthread_mutex_t lock;
-    series_table rules, stats;
+    series_table rules, stats, tiers;
     size_t value_series; /* stats entries holding request values */
     uint32_t near_ppm;   /* near_limit threshold, millionths of a limit */
     stat_key scratch;
@@ -84,6 +85,9 @@ struct metrics {
     const char *const *routes;
     size_t n_routes;
     _Atomic uint64_t reload_ok, reload_failed;
+    pthread_mutex_t reload_lock; /* the last loads' times and reason */
+    int64_t last_ok_us, last_failed_us;
+    char last_error[METRICS_RELOAD_ERROR_BYTES];
     uint64_t sent_ok, sent_failed; /* the statsd sink's, read by it only */
     weir_ctx *top_ctx;             /* the top keys' sketches' allocator */
     uint32_t top_counters;

@@ -248,13 +248,18 @@ static bool same_rules_text(server *s, const weir_buf *b)
 
 bool server_reload(server *s, const char *why)
 {
-    weir_rules *rules = server_load_rules(s);
+    weir_buf errors; /* what /admin/v1/stats says of the failure */
+    weir_buf_init(&errors, SIZE_MAX);
+    weir_rules *rules = load(s, true, NULL, 0, &errors);
     if (!rules) {
-        metrics_reload(s->metrics, false);
+        weir_buf_putc(&errors, '\0');
+        metrics_reload(s->metrics, false, server_now_us(s), weir_buf_ok(&errors) ? errors.p : NULL);
+        weir_buf_free(&errors);
         dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "path", s->opt.rules, "kept",
              "the rules in force", NULL);
         return false;
     }
+    weir_buf_free(&errors);
     return server_put_rules(s, rules, why);
 }
 
@@ -263,7 +268,7 @@ bool server_put_rules(server *s, weir_rules *rules, const char *why)
     weir_buf text;
     if (!render_rules(rules, &text)) {
         weir_rules_free(rules);
-        metrics_reload(s->metrics, false);
+        metrics_reload(s->metrics, false, server_now_us(s), "out of memory");
         dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
         return false;
     }
@@ -279,12 +284,12 @@ bool server_put_rules(server *s, weir_rules *rules, const char *why)
     if (weir_engine_reload(s->engine, rules) != WEIR_OK) {
         weir_buf_free(&text);
         weir_rules_free(rules);
-        metrics_reload(s->metrics, false);
+        metrics_reload(s->metrics, false, server_now_us(s), "out of memory");
         dlog(WEIR_LOG_ERROR, "rules_reload_failed", "reason", why, "error", "out of memory", NULL);
         return false;
     }
     swap_rules_text(s, &text);
-    metrics_reload(s->metrics, true);
+    metrics_reload(s->metrics, true, server_now_us(s), NULL);
     server_log_loaded(s, &counts, why);
     return true;
 }

@@ -38,8 +38,8 @@ packages+=(
     postgresql sqlite3
     # gRPC tests: Python's grpcio client (protoc makes its descriptors)
     python3-grpcio python3-protobuf protobuf-compiler
-    # the web pages' browser tests (/sim): headless Chromium driven by
-    # chromedriver through Selenium
+    # the web pages' browser tests (/sim, /dashboard): headless Chromium
+    # driven by chromedriver through Selenium
     chromium chromium-driver python3-selenium
     # benchmarks
     wrk nghttp2-client

@@ -1,6 +1,6 @@
 /*
  * sim.js - the simulator page (sim.html). It keeps the arrival times and
- * asks weir to decide the whole trace (POST admin/v1/sim) every time
+ * asks weir to decide the whole trace (POST /admin/v1/sim) every time
  * something changes; every verdict, count and state shown comes from that
  * answer. No decision is made here.
  */
@@ -207,7 +207,7 @@
     sim.busy = true;
     sim.again = false;
     const body = bodyOf(sim.arrivals);
-    fetch("admin/v1/sim", { method: "POST", headers: { "Content-Type": "application/json" }, body: body })
+    fetch("/admin/v1/sim", { method: "POST", headers: { "Content-Type": "application/json" }, body: body })
       .then((r) => r.json().then((j) => ({ ok: r.ok, j: j })))
       .then(({ ok, j }) => {
         if (!ok) {

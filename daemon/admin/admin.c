@@ -10,6 +10,7 @@
 #include "quotas.h"
 #include "sim.h"
 #include "static.h"
+#include "stats.h"
 #include "tokens.h"
 #include "top.h"
 #include "usage.h"
@@ -79,7 +80,11 @@ static bool open_route(admin_quotas *q, http_answer *a, const weir_http1_request
     return true;
 }
 
+static void stats_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                      const char *who);
+
 static const admin_route admin_routes[] = {
+    {"/admin/v1/stats", WEIR_HTTP1_GET, stats_get},
     {"/admin/v1/tiers", WEIR_HTTP1_GET, tiers_get},
     {"/admin/v1/quotas", WEIR_HTTP1_GET, admin_quota_list},
     {ADMIN_QUOTAS_PREFIX, WEIR_HTTP1_GET, admin_quota_get},
@@ -90,6 +95,35 @@ static const admin_route admin_routes[] = {
     {"/admin/v1/top", WEIR_HTTP1_GET, admin_top_get},
 };
 #define N_ADMIN_ROUTES (sizeof(admin_routes) / sizeof(admin_routes[0]))
+
+/* The dashboard's snapshot; "routes" lists the paths above once each, so
+ * the page knows which routes this build has. */
+static void stats_get(admin_quotas *q, http_answer *a, const weir_http1_request *req,
+                      const char *who)
+{
+    (void)q;
+    (void)req;
+    (void)who;
+    const char *paths[N_ADMIN_ROUTES];
+    size_t n = 0;
+    for (size_t i = 0; i < N_ADMIN_ROUTES; i++) {
+        size_t j = 0;
+        while (j < n && strcmp(paths[j], admin_routes[i].path) != 0)
+            j++;
+        if (j == n)
+            paths[n++] = admin_routes[i].path;
+    }
+    worker *w = a->conn->w;
+    weir_buf_clear(&w->body);
+    if (!admin_stats_render(w->srv, paths, n, &w->body)) {
+        http_answer_problem(a, 500, "out of memory");
+        return;
+    }
+    static const char no_store[] = "no-store";
+    weir_headers_clear(&w->headers);
+    weir_headers_add(&w->headers, "Cache-Control", 13, no_store, sizeof(no_store) - 1);
+    http_answer_respond(a, 200, "application/json", &w->headers, w->body.p, w->body.len);
+}
 
 static bool path_matches(const char *route, const weir_http1_str *path)
 {

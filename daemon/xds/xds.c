@@ -235,7 +235,7 @@ static void nack(xds_client *x, const weir_xds_response *r, const char *why)
 {
     char text[MAX_NACK_BYTES + 1];
     snprintf(text, sizeof(text), "%s", why);
-    metrics_reload(x->srv->metrics, false);
+    metrics_reload(x->srv->metrics, false, server_now_us(x->srv), text[0] ? text : NULL);
     dlog(WEIR_LOG_ERROR, "xds_rejected", "version", r->version, "nonce", r->nonce, "error", text,
          "kept", x->version[0] ? x->version : "the rules in force", NULL);
     for (size_t i = 0; i < r->n_docs && dlog_enabled(WEIR_LOG_DEBUG); i++)

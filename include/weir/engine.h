@@ -133,6 +133,13 @@ typedef struct weir_limit_outcome {
      *  returns. */
     const void *key;
     size_t key_len;
+    /** Since 0.2. A descriptor carrying a tenant's key (weir/tenants.h):
+     *  the tenant's tier (its record's, else the domain's default tier),
+     *  for every limit of the descriptor, and whether this limit is one of
+     *  the tenant's own overrides. NULL and false for other descriptors.
+     *  Valid until the callback returns. */
+    const char *tier;
+    bool tenant_override;
 } weir_limit_outcome;
 
 /** The verdict for one descriptor, in request order. */

@@ -43,6 +43,8 @@ typedef struct pending {
     bool quota;
     bool dropped; /* replaced by another matched limit */
     bool local;   /* decided on the fallback store (failure_mode local) */
+    bool tenant_override;
+    const char *tier; /* the tenant's tier (plan_ctx.tier) */
     const weir_rule_limit *limit;
     const weir_limit *lim; /* &limit->compiled, or &eff for an override */
     weir_limit eff;
@@ -351,6 +353,8 @@ static void finish(decision *dc)
         o->lease = failed || p->local ? 0 : r->lease; /* a local lease times out */
         o->key = op->key;
         o->key_len = op->key_len;
+        o->tier = p->tier;
+        o->tenant_override = p->tenant_override;
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;
@@ -701,6 +705,8 @@ typedef struct plan_ctx {
     const weir__match_result *m;
     int value_level; /* single_value_level(), or -1 */
     bool shadow, quota;
+    bool tenant_override; /* the limits are a tenant's overrides */
+    const char *tier;     /* a tenant's descriptor: its tier, or NULL */
     uint64_t hits;
     weir_op_kind kind;
 } plan_ctx;
@@ -720,6 +726,8 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     pending *p = &dc->p[dc->n_pending];
     p->desc = (uint32_t)pc->d;
     p->limit = l;
+    p->tier = pc->tier;
+    p->tenant_override = pc->tenant_override;
     p->shadow = pc->shadow;
     p->quota = pc->quota;
     p->enforcing = !pc->shadow && !pc->quota;
@@ -891,7 +899,7 @@ static weir_status plan_tenant(decision *dc, weir_engine_reader *rd, const weir_
     weir__match_result tm;
     const weir_rule *trule;
     size_t np = weir__tenant_resolve(dc->rs, m->domain, m->rule, (const weir__entry *)desc->entries,
-                                     desc->n_entries, t, dc->now_us, &tm, &trule, picks,
+                                     desc->n_entries, t, dc->now_us, &tm, &trule, &pc->tier, picks,
                                      WEIR_ENGINE_MAX_LIMITS);
     const weir_rule *flags_of = m->rule ? m->rule : trule;
     uint32_t flags = flags_of ? flags_of->flags : 0;
@@ -910,6 +918,7 @@ static weir_status plan_tenant(decision *dc, weir_engine_reader *rd, const weir_
     plan_ctx over_pc = *pc;
     over_pc.m = &no_levels;
     over_pc.value_level = -1;
+    over_pc.tenant_override = true;
     size_t limited = 0;
     for (size_t i = 0; i < np; i++) {
         const tenant_pick *pk = &picks[i];
@@ -971,14 +980,19 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
                     ? weir__tenant_entry((const weir__entry *)desc->entries, desc->n_entries, tkey)
                     : -1;
         if (t >= 0) {
-            plan_ctx pc = {d,     desc,  &m,   rule ? single_value_level(&m) : -1,
-                           false, false, hits, kind};
+            plan_ctx pc = {.d = d,
+                           .desc = desc,
+                           .m = &m,
+                           .value_level = rule ? single_value_level(&m) : -1,
+                           .hits = hits,
+                           .kind = kind};
             if ((st = plan_tenant(dc, rd, req, &pc, (size_t)t)) != WEIR_OK)
                 return st;
             continue;
         }
         if (!rule) {
-            plan_ctx pc = {d, desc, &m, -1, false, false, hits, kind};
+            plan_ctx pc = {
+                .d = d, .desc = desc, .m = &m, .value_level = -1, .hits = hits, .kind = kind};
             if (desc->limit && (st = plan_orphan(dc, rd, req, m.domain, &pc)) != WEIR_OK)
                 return st;
             set_unmatched(&dc->st[d]); /* written after the bucket was asked for */
@@ -990,7 +1004,14 @@ static weir_status plan(decision *dc, weir_engine_reader *rd, const weir_request
         const limit_plan *lp = &rs->plans.limits[rs->plans.first[rule->seq]];
         int value_level = desc->limit ? -1 : single_value_level(&m);
         size_t limited = 0;
-        plan_ctx pc = {d, desc, &m, value_level, shadow, quota, hits, kind};
+        plan_ctx pc = {.d = d,
+                       .desc = desc,
+                       .m = &m,
+                       .value_level = value_level,
+                       .shadow = shadow,
+                       .quota = quota,
+                       .hits = hits,
+                       .kind = kind};
         for (size_t i = 0; i < rule->n_limits; i++) {
             const weir_rule_limit *l = rule->limits[i];
             if (l->unlimited)

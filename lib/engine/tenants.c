@@ -422,12 +422,20 @@ static const weir_rule *tier_walk(const weir_rule *root, const weir__entry *e, s
     return cur;
 }
 
-static const weir_rule *find_tier(const weir_rules_domain *dom, const char *name)
+/* The tier named @name, else the default tier; @found receives its name
+ * as the rules hold it (it outlives a tenant table swapped meanwhile). */
+static const weir_rule *find_tier(const weir_rules_domain *dom, const char *name,
+                                  const char **found)
 {
-    const weir_rule *r = name ? weir_rules_domain_find_tier(dom, name) : NULL;
-    if (!r && dom->tenants.default_tier)
-        r = weir_rules_domain_find_tier(dom, dom->tenants.default_tier);
-    return r;
+    const char *want[2] = {name, dom->tenants.default_tier};
+    for (size_t w = 0; w < 2; w++)
+        for (size_t i = 0; want[w] && i < dom->tenants.n_tiers; i++)
+            if (strcmp(dom->tenants.tiers[i].name, want[w]) == 0) {
+                *found = dom->tenants.tiers[i].name;
+                return dom->tenants.tiers[i].root;
+            }
+    *found = NULL;
+    return NULL;
 }
 
 /* Whether override @l covers the scope of entries @e (after the tenant's). */
@@ -462,7 +470,8 @@ static size_t put_pick(tenant_pick *out, size_t n, size_t cap, tenant_pick p)
 size_t weir__tenant_resolve(const ruleset *rs, const weir_rules_domain *dom,
                             const weir_rule *file_rule, const weir__entry *entries, size_t n,
                             size_t t, int64_t now_us, weir__match_result *tier_m,
-                            const weir_rule **tier_rule, tenant_pick *out, size_t cap)
+                            const weir_rule **tier_rule, const char **tier_name, tenant_pick *out,
+                            size_t cap)
 {
     size_t k = 0;
     if (file_rule) {
@@ -474,7 +483,7 @@ size_t weir__tenant_resolve(const ruleset *rs, const weir_rules_domain *dom,
     if (rec && (now_us < rec->effective_at_us || now_us >= rec->expires_at_us))
         rec = NULL;
     *tier_rule = NULL;
-    const weir_rule *root = find_tier(dom, rec ? rec->tier : NULL);
+    const weir_rule *root = find_tier(dom, rec ? rec->tier : NULL, tier_name);
     if (root && (*tier_rule = tier_walk(root, entries + t, n - t, tier_m)) != NULL) {
         const weir_rule *tr = *tier_rule;
         const limit_plan *lp = &rs->plans.limits[rs->plans.first[tr->seq]];

@@ -102,12 +102,14 @@ int weir__tenant_entry(const weir__entry *entries, size_t n, const char *tkey);
  * by the whole descriptor; may be NULL), replaced window by window by the
  * tier's (matched by entries @t .. @n into @tier_m), replaced by the
  * tenant's overrides in force at @now_us. @tier_rule receives the tier
- * node matched, or NULL. Returns how many picks were written to @out (at
+ * node matched, or NULL; @tier_name the tenant's tier (its record's, else
+ * the default tier), or NULL when it has none. Returns how many picks were written to @out (at
  * most @cap; more are dropped).
  */
 size_t weir__tenant_resolve(const ruleset *rs, const weir_rules_domain *dom,
                             const weir_rule *file_rule, const weir__entry *entries, size_t n,
                             size_t t, int64_t now_us, weir__match_result *tier_m,
-                            const weir_rule **tier_rule, tenant_pick *out, size_t cap);
+                            const weir_rule **tier_rule, const char **tier_name, tenant_pick *out,
+                            size_t cap);
 
 #endif /* WEIR_ENGINE_TENANTS_H */

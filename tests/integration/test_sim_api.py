@@ -189,7 +189,9 @@ def test_no_token_and_the_pages(weir):
     assert "<script" in page and "http://" not in page and "https://" not in page
     assert rawhttp.request(weir.admin_port, "HEAD", "/sim").status == 200
     assert rawhttp.request(weir.admin_port, "POST", "/sim", "x").status == 405
-    assert rawhttp.request(weir.admin_port, "GET", "/sim/nothing.js").status == 401
+    # the page's folder is its own: an unknown file there is a 404, no token asked
+    assert rawhttp.request(weir.admin_port, "GET", "/sim/nothing.js").status == 404
+    assert rawhttp.request(weir.admin_port, "GET", "/simx").status == 401
     # the data routes still take a token; the decision listener has none of this
     assert rawhttp.request(weir.admin_port, "GET", "/admin/v1/tiers").status == 401
     assert weir.get("/sim").status == 404

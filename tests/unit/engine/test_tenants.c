@@ -122,6 +122,53 @@ static void overrides_come_first(void **unused)
     close_world(&w);
 }
 
+/* The limit outcomes of one decision of @e (@n entries) into @o. */
+static void outcomes_of(world *w, const weir_entry *e, size_t n, outcome *o)
+{
+    weir_descriptor d = {e, n, false, 0, NULL};
+    weir_request req = {"api", 3, &d, 1, 0};
+    weir_descriptor_status st;
+    memset(o, 0, sizeof(*o));
+    assert_int_equal(weir_engine_decide(w->reader, &req, 0, &st, on_decided, o), WEIR_OK);
+    settle(w);
+    assert_int_equal(o->calls, 1);
+}
+
+static void outcomes_name_the_tier(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, rules);
+    weir_tenant_limit one[] = {pro_default_4};
+    weir_tenant recs[] = {tenant("k", "pro", one, 1), tenant("g", "gold", NULL, 0)};
+    set_table(&w, recs, 2);
+    outcome o;
+    /* k: pro's hourly limit and k's own per-minute override */
+    weir_entry k[] = {E("api_key", "k")};
+    outcomes_of(&w, k, 1, &o);
+    assert_int_equal(o.n_first, 2);
+    int overrides = 0;
+    for (size_t i = 0; i < o.n_first; i++) {
+        assert_string_equal(o.first[i].tier, "pro");
+        overrides += o.first[i].tenant_override;
+    }
+    assert_int_equal(overrides, 1);
+    /* no record, or a tier no domain knows: the default tier */
+    weir_entry a[] = {E("api_key", "a")}, g[] = {E("api_key", "g")};
+    outcomes_of(&w, a, 1, &o);
+    assert_int_equal(o.n_first, 1);
+    assert_string_equal(o.first[0].tier, "free");
+    assert_false(o.first[0].tenant_override);
+    outcomes_of(&w, g, 1, &o);
+    assert_string_equal(o.first[0].tier, "free");
+    /* a descriptor without the tenant's key has no tier */
+    weir_entry gl[] = {E("global", "x")};
+    outcomes_of(&w, gl, 1, &o);
+    assert_int_equal(o.n_first, 1);
+    assert_null(o.first[0].tier);
+    close_world(&w);
+}
+
 static void records_have_their_time(void **unused)
 {
     (void)unused;
@@ -221,6 +268,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(tiers_replace_the_files_limits),
         cmocka_unit_test(overrides_come_first),
+        cmocka_unit_test(outcomes_name_the_tier),
         cmocka_unit_test(records_have_their_time),
         cmocka_unit_test(a_new_table_keeps_counters),
         cmocka_unit_test(other_descriptors_are_untouched),

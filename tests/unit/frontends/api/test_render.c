@@ -243,9 +243,18 @@ static void headers_every_limit_tested(void **unused)
     weir_buf b;
     weir_buf_init(&b, 4096);
     weir_limit_outcome both[2] = {
-        {&per_user, 10, WEIR_UNIT_MINUTE, 60000000, 9, 46999500, false, false, false, false, 0,
-         NULL, 0},
-        {&per_ip, 5, WEIR_UNIT_NONE, 30000000, 4, 29000000, false, false, false, false, 0, NULL, 0},
+        {.limit = &per_user,
+         .requests_per_unit = 10,
+         .unit = WEIR_UNIT_MINUTE,
+         .window_us = 60000000,
+         .remaining = 9,
+         .reset_after_us = 46999500},
+        {.limit = &per_ip,
+         .requests_per_unit = 5,
+         .unit = WEIR_UNIT_NONE,
+         .window_us = 30000000,
+         .remaining = 4,
+         .reset_after_us = 29000000},
     };
     weir_descriptor_status st[2] = {ok_status(), ok_status()};
     st[0].outcomes = both;

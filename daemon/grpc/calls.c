@@ -11,13 +11,17 @@
 
 #include "call.h"
 #include "grpc/rls.h"
+#include "lease_release.h"
 
 #define SHOULD_RATE_LIMIT "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit"
 #define HEALTH_CHECK "/grpc.health.v1.Health/Check"
+#define LEASES_ACQUIRE "/weir.leases.v1.Leases/Acquire"
+#define LEASES_RELEASE "/weir.leases.v1.Leases/Release"
 
 struct grpc_calls {
-    weir_rls_decoder *rls; /* ShouldRateLimit requests */
+    weir_rls_decoder *rls; /* ShouldRateLimit and Acquire requests */
     weir_buf msg;          /* scratch: a response message */
+    weir_buf inner;        /* scratch: Acquire's RateLimitResponse */
 };
 
 grpc_calls *grpc_calls_new(const serve_options *o)
@@ -28,6 +32,7 @@ grpc_calls *grpc_calls_new(const serve_options *o)
     weir_api_limits lim = {(size_t)o->max_descriptors, WEIR_ENGINE_MAX_ENTRIES,
                            (size_t)o->max_batch};
     weir_buf_init(&gc->msg, SIZE_MAX);
+    weir_buf_init(&gc->inner, SIZE_MAX);
     if (!(gc->rls = weir_rls_decoder_new(&lim))) {
         free(gc);
         return NULL;
@@ -41,6 +46,7 @@ void grpc_calls_free(grpc_calls *gc)
         return;
     weir_rls_decoder_free(gc->rls);
     weir_buf_free(&gc->msg);
+    weir_buf_free(&gc->inner);
     free(gc);
 }
 
@@ -69,34 +75,53 @@ static void answer(const stream *s, int code, const char *message, const weir_bu
 typedef struct rls_call {
     stream s;
     grpc_calls *gc;
+    bool acquire; /* Leases/Acquire: the response and the lease token */
 } rls_call;
+
+/* The decision as a RateLimitResponse into @out. */
+static void encode_decision(call *c, const weir_api_decision *dec, weir_buf *out)
+{
+    worker *w = c->conn->w;
+    const serve_options *o = &w->srv->opt;
+    const weir_headers *headers = NULL;
+    if (o->grpc_response_headers) {
+        weir_headers_clear(&w->headers);
+        weir_api_render_headers(&w->headers, dec, &o->headers, c->now_us, worker_jitter(w));
+        headers = &w->headers;
+    }
+    const char *raw = NULL;
+    size_t raw_len = 0;
+    if (o->grpc_raw_body && dec->overall == WEIR_CODE_OVER_LIMIT) {
+        weir_buf_clear(&w->body);
+        weir_api_render_problem(&w->body, dec, weir_api_retry_after_s(dec));
+        raw = w->body.p ? w->body.p : "";
+        raw_len = w->body.len;
+    }
+    weir_buf_clear(out);
+    weir_rls_encode_response(out, dec, headers, raw, raw_len);
+    if ((headers && !weir_headers_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
+        out->failed = true;
+}
 
 static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     rls_call *rc = c->data;
     worker *w = c->conn->w;
     grpc_calls *gc = rc->gc;
-    const serve_options *o = &w->srv->opt;
     metrics_decision(w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
-    const weir_headers *headers = NULL;
-    if (o->grpc_response_headers) {
-        weir_headers_clear(&w->headers);
-        weir_api_render_headers(&w->headers, &dec, &o->headers, c->now_us, worker_jitter(w));
-        headers = &w->headers;
-    }
-    const char *raw = NULL;
-    size_t raw_len = 0;
-    if (o->grpc_raw_body && overall == WEIR_CODE_OVER_LIMIT) {
+    if (!rc->acquire) {
+        encode_decision(c, &dec, &gc->msg);
+    } else {
+        encode_decision(c, &dec, &gc->inner);
         weir_buf_clear(&w->body);
-        weir_api_render_problem(&w->body, &dec, weir_api_retry_after_s(&dec));
-        raw = w->body.p ? w->body.p : "";
-        raw_len = w->body.len;
+        if (overall == WEIR_CODE_OK)
+            lease_token_put(&w->body, st, n);
+        weir_buf_clear(&gc->msg);
+        weir_leases_encode_acquire(&gc->msg, &gc->inner, w->body.p, w->body.len);
+        if (!weir_buf_ok(&gc->inner) || !weir_buf_ok(&w->body))
+            gc->msg.failed = true;
     }
-    weir_buf_clear(&gc->msg);
-    weir_rls_encode_response(&gc->msg, &dec, headers, raw, raw_len);
-    if ((headers && !weir_headers_ok(headers)) || (raw && !weir_buf_ok(&w->body)))
-        gc->msg.failed = true;
     answer(&rc->s, WEIR_GRPC_OK, NULL, &gc->msg);
     if (!c->deciding) /* inline, the connection sends it after its read */
         conn_kick(c->conn);
@@ -125,7 +150,8 @@ static int64_t timeout_ms(const serve_options *o, const weir_grpc_call *gcall, u
     return ms == INT64_MAX ? 0 : ms;
 }
 
-static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+/* ShouldRateLimit, and Leases/Acquire when @acquire. */
+static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall, bool acquire)
 {
     worker *w = s->cn->w;
     weir_grpc_error err;
@@ -149,6 +175,7 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
     rls_call *rc = c->data;
     rc->s = *s;
     rc->gc = gc;
+    rc->acquire = acquire;
     weir_status st =
         call_decide(c, w, server_now_us(w->srv), timeout_ms(&w->srv->opt, gcall, s->t0_ns));
     if (st == WEIR_OK)
@@ -166,6 +193,50 @@ static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_c
            why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? WEIR_GRPC_PERMISSION_DENIED
                                                      : WEIR_GRPC_INVALID_ARGUMENT,
            msg, NULL);
+}
+
+static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    decide(gc, s, gcall, false);
+}
+
+/* ------------------------------------------------------------ leases */
+
+static void leases_acquire(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    decide(gc, s, gcall, true);
+}
+
+static void released(conn *c, void *arg, const lease_counts *n, bool later)
+{
+    const stream *s = arg;
+    weir_buf *m = &c->w->body;
+    weir_buf_clear(m);
+    weir_leases_encode_release(m, (uint32_t)n->leases, (uint32_t)n->released, (uint32_t)n->failed);
+    answer(s, WEIR_GRPC_OK, NULL, m);
+    if (later)
+        conn_kick(c);
+}
+
+static void leases_release(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    (void)gc;
+    weir_grpc_error err;
+    lease_token *tok = malloc(sizeof(*tok));
+    char *text = malloc(LEASE_TOKEN_MAX_BYTES);
+    size_t len = 0;
+    if (!tok || !text) {
+        answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+    } else if (!weir_leases_decode_release(gcall->msg, gcall->msg_len, text, LEASE_TOKEN_MAX_BYTES,
+                                           &len, &err)) {
+        answer(s, err.code, err.message, NULL);
+    } else if (!lease_token_parse(text, len, tok)) {
+        answer(s, WEIR_GRPC_INVALID_ARGUMENT, "lease: not a lease token of Leases/Acquire", NULL);
+    } else if (!lease_release_all(s->cn, tok, s->t0_ns, released, s, sizeof(*s))) {
+        answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+    }
+    free(text);
+    free(tok); /* every call copied its key */
 }
 
 /* ------------------------------------------------------------ health */
@@ -198,6 +269,8 @@ static const struct {
 } methods[] = {
     {SHOULD_RATE_LIMIT, should_rate_limit},
     {HEALTH_CHECK, health_check},
+    {LEASES_ACQUIRE, leases_acquire},
+    {LEASES_RELEASE, leases_release},
 };
 
 void grpc_calls_handle(grpc_calls *gc, conn *cn, weir_grpc_h2 *h2, const weir_grpc_call *gcall)

@@ -14,6 +14,8 @@
 #include "admin/admin.h"
 #include "admin/quotas.h"
 #include "call.h"
+#include "decide.h"
+#include "leases.h"
 #include "log.h"
 #include "quota/service.h"
 
@@ -42,6 +44,9 @@ static void healthcheck(routes_state *rs, http_answer *a, const weir_http1_reque
 static void rules_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void rlconfig_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void acquire_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void acquire_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void release_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
 
 static const route routes[] = {
     {"/v1/check", "GET, HEAD, POST", check_get, check_post},
@@ -52,12 +57,14 @@ static const route routes[] = {
     {"/v1/rules", "GET, HEAD", rules_get, NULL},
     {"/metrics", "GET, HEAD", metrics_get, NULL},
     {"/rlconfig", "GET, HEAD", rlconfig_get, NULL},
+    {"/v1/acquire", "GET, HEAD, POST", acquire_get, acquire_post},
+    {"/v1/release", "POST", NULL, release_post},
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
-const char *const routes_names[] = {"/v1/check", "/v1/check/batch", "/json",
-                                    "/healthz",  "/healthcheck",    "/v1/rules",
-                                    "/metrics",  "/rlconfig",       "other"};
+const char *const routes_names[] = {"/v1/check",    "/v1/check/batch", "/json",    "/healthz",
+                                    "/healthcheck", "/v1/rules",       "/metrics", "/rlconfig",
+                                    "/v1/acquire",  "/v1/release",     "other"};
 const size_t routes_count = N_ROUTES + 1;
 
 routes_state *routes_state_new(const serve_options *o, bool admin)
@@ -128,116 +135,13 @@ void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *r
 
 /* ------------------------------------------------------------ deciding */
 
-/* What answers a decision, inside the call's decided() hook. */
-typedef void (*answer_fn)(http_answer *a, const weir_request *req, const weir_api_decision *dec,
-                          int64_t now_us);
-
-typedef struct route_call {
-    http_answer *a;
-    answer_fn answer;
-} route_call;
-
-/* An answer made after routes_handle() returned goes out with this loop
- * iteration's others; one made inside it goes out with the read's. */
-static void kick(const call *c)
-{
-    if (!c->deciding)
-        conn_kick(c->conn);
-}
-
-static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
-{
-    route_call *rc = c->data;
-    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
-    weir_api_decision dec = {overall, st, n};
-    rc->answer(rc->a, &c->req, &dec, c->now_us);
-    kick(c);
-}
-
-static void on_expired(call *c)
-{
-    route_call *rc = c->data;
-    http_answer_problem(rc->a, 504, "no decision within --decision-timeout");
-    kick(c);
-}
-
-static const call_ops route_call_ops = {on_decided, on_expired, NULL, NULL};
-
-/* The HTTP status of a request the engine refused, its reason in @msg. */
-static int refusal(worker *w, weir_status st, char *msg, size_t cap)
-{
-    weir_refusal why = weir_engine_refusal(w->reader);
-    if (st == WEIR_ENOMEM || why.code == WEIR_REFUSAL_NO_MEMORY) {
-        snprintf(msg, cap, "out of memory");
-        return 503;
-    }
-    metrics_refused(w->metrics, PROTO_HTTP, why.code);
-    weir_refusal_text(why, msg, cap);
-    return why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? 403 : 400;
-}
-
-/* Decides @req, answering @a through @ops. Returns 0, or the HTTP status
- * of a refusal with @msg filled (nothing answered then). */
-static int decide(http_answer *a, const weir_request *req, const call_ops *ops, void *data,
-                  size_t data_bytes, char *msg, size_t cap)
-{
-    worker *w = a->conn->w;
-    call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
-    if (!c)
-        return refusal(w, WEIR_ENOMEM, msg, cap);
-    memcpy(c->data, data, data_bytes);
-    weir_status st = call_decide(c, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
-    if (st != WEIR_OK) {
-        call_free(c);
-        return refusal(w, st, msg, cap);
-    }
-    return 0;
-}
-
-/* Decides the decoder's one request, answering a refusal itself. */
-static void decide_decoded(routes_state *rs, http_answer *a, answer_fn answer)
-{
-    char msg[192];
-    route_call rc = {a, answer};
-    int status = decide(a, weir_api_request(rs->decoder, 0), &route_call_ops, &rc, sizeof(rc), msg,
-                        sizeof(msg));
-    if (status)
-        http_answer_problem(a, status, msg);
-}
-
-static void render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)
-{
-    weir_headers_clear(&w->headers);
-    weir_api_render_headers(&w->headers, dec, &w->srv->opt.headers, now_us, worker_jitter(w));
-}
-
-/* Writes "unknown domain 'x'" into @msg. */
-static void unknown_domain_text(const weir_request *req, char *msg, size_t cap)
-{
-    snprintf(msg, cap, "unknown domain '%.*s'",
-             (int)(req->domain_len > 120 ? 120 : req->domain_len), req->domain);
-}
-
-/* weir's own API answers an unknown domain with 404 (upstream's /json
- * answers OK); true when it did. */
-static bool refuse_unknown_domain(http_answer *a, const weir_request *req,
-                                  const weir_api_decision *dec)
-{
-    if (!dec->n || !dec->statuses[0].domain_not_found)
-        return false;
-    char msg[192];
-    unknown_domain_text(req, msg, sizeof(msg));
-    http_answer_problem(a, 404, msg);
-    return true;
-}
-
 static void answer_check(http_answer *a, const weir_request *req, const weir_api_decision *dec,
                          int64_t now_us)
 {
     worker *w = a->conn->w;
-    if (refuse_unknown_domain(a, req, dec))
+    if (http_refuse_unknown_domain(a, req, dec))
         return;
-    render_headers(w, dec, now_us);
+    http_render_headers(w, dec, now_us);
     weir_buf_clear(&w->body);
     weir_api_render_decision(&w->body, dec);
     http_answer_respond(a, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json",
@@ -264,9 +168,9 @@ static void answer_check_explained(http_answer *a, const weir_request *req,
                                    const weir_api_decision *dec, int64_t now_us)
 {
     worker *w = a->conn->w;
-    if (refuse_unknown_domain(a, req, dec))
+    if (http_refuse_unknown_domain(a, req, dec))
         return;
-    render_headers(w, dec, now_us);
+    http_render_headers(w, dec, now_us);
     weir_buf_clear(&w->body);
     explained x = {a, req, dec};
     if (weir_engine_explain(w->reader, req, render_explained, &x) != WEIR_OK) {
@@ -305,7 +209,8 @@ static void check_post(routes_state *rs, http_answer *a, const weir_http1_reques
         http_answer_problem(a, err.status, err.message);
         return;
     }
-    decide_decoded(rs, a, explain ? answer_check_explained : answer_check);
+    http_decide(a, weir_api_request(rs->decoder, 0),
+                explain ? answer_check_explained : answer_check);
 }
 
 /* What GET /v1/check's --check-header entries read: a request header,
@@ -340,9 +245,9 @@ static void answer_check_get(http_answer *a, const weir_request *req, const weir
                              int64_t now_us)
 {
     worker *w = a->conn->w;
-    if (refuse_unknown_domain(a, req, dec))
+    if (http_refuse_unknown_domain(a, req, dec))
         return;
-    render_headers(w, dec, now_us);
+    http_render_headers(w, dec, now_us);
     if (dec->overall == WEIR_CODE_OK) {
         http_answer_respond(a, 200, NULL, &w->headers, "", 0);
         return;
@@ -353,7 +258,10 @@ static void answer_check_get(http_answer *a, const weir_request *req, const weir
                         &w->headers, w->body.p, w->body.len);
 }
 
-static void check_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+/* GET /v1/check and /v1/acquire: the query (and --check-header), decided
+ * and answered by @answer. */
+static void decide_query(routes_state *rs, http_answer *a, const weir_http1_request *req,
+                         http_answer_fn answer)
 {
     const serve_options *o = rs->opt;
     weir_api_error err;
@@ -363,7 +271,39 @@ static void check_get(routes_state *rs, http_answer *a, const weir_http1_request
         http_answer_problem(a, err.status, err.message);
         return;
     }
-    decide_decoded(rs, a, answer_check_get);
+    http_decide(a, weir_api_request(rs->decoder, 0), answer);
+}
+
+static void check_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    decide_query(rs, a, req, answer_check_get);
+}
+
+/* ------------------------------------------------------------ leases */
+
+static void acquire_get(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    decide_query(rs, a, req, leases_answer_get);
+}
+
+static void acquire_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    weir_api_error err;
+    if (req->query.n) {
+        http_answer_problem(a, 400, "POST /v1/acquire takes no query parameters");
+        return;
+    }
+    if (!weir_api_decode_check(rs->decoder, req->body.p, req->body.n, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    http_decide(a, weir_api_request(rs->decoder, 0), leases_answer_post);
+}
+
+static void release_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    (void)rs;
+    leases_release(a, req);
 }
 
 static void answer_envoy_json(http_answer *a, const weir_request *req, const weir_api_decision *dec,
@@ -371,7 +311,7 @@ static void answer_envoy_json(http_answer *a, const weir_request *req, const wei
 {
     (void)req;
     worker *w = a->conn->w;
-    render_headers(w, dec, now_us);
+    http_render_headers(w, dec, now_us);
     weir_buf_clear(&w->body);
     weir_api_render_envoy_json(&w->body, dec);
     http_answer_respond(a, dec->overall == WEIR_CODE_OK ? 200 : 429, "application/json",
@@ -385,7 +325,7 @@ static void envoy_json_post(routes_state *rs, http_answer *a, const weir_http1_r
         http_answer_problem(a, err.status, err.message);
         return;
     }
-    decide_decoded(rs, a, answer_envoy_json);
+    http_decide(a, weir_api_request(rs->decoder, 0), answer_envoy_json);
 }
 
 /* ------------------------------------------------------------ batches */
@@ -446,7 +386,7 @@ static void on_item_decided(call *c, weir_code overall, const weir_descriptor_st
     weir_buf *out = &bc->b->items[bc->i];
     if (n && st[0].domain_not_found) {
         char msg[192];
-        unknown_domain_text(&c->req, msg, sizeof(msg));
+        http_unknown_domain_text(&c->req, msg, sizeof(msg));
         item_error(out, 404, msg);
     } else {
         weir_api_render_decision(out, &dec);
@@ -492,8 +432,8 @@ static void batch_post(routes_state *rs, http_answer *a, const weir_http1_reques
         weir_buf_init(&b->items[i], SIZE_MAX);
         char msg[192];
         batch_call bc = {b, i};
-        int status = decide(a, weir_api_request(rs->decoder, i), &item_call_ops, &bc, sizeof(bc),
-                            msg, sizeof(msg));
+        int status = http_decide_call(a, weir_api_request(rs->decoder, i), &item_call_ops, &bc,
+                                      sizeof(bc), msg, sizeof(msg));
         if (status) {
             item_error(&b->items[i], status, msg);
             batch_item_done(b);

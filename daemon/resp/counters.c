@@ -10,6 +10,7 @@
 
 #include "call.h"
 #include "commands.h"
+#include "lease_token.h"
 #include "worker.h"
 
 /* Calls with one reply. The count is kept in done(), which runs for every
@@ -131,79 +132,22 @@ void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 
 /* ------------------------------------------------------------ WEIR.RELEASE */
 
-/* Most leases one token carries: one per limit a decision may test. */
-#define MAX_LEASES WEIR_ENGINE_MAX_LIMITS
-
-/* A number of the token, up to @end; false when it is not one. */
-static bool token_num(const char **p, const char *end, char stop, int64_t *out)
-{
-    const char *s = *p, *e = s;
-    while (e < end && *e != stop)
-        e++;
-    weir_resp_arg a = {s, (size_t)(e - s)};
-    if (e == end || !resp_arg_i64(&a, out) || *out < 0)
-        return false;
-    *p = e + 1;
-    return true;
-}
-
-static int hexval(char ch)
-{
-    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
-}
-
-/* The leases of a token (put_token() in limits.c), their keys decoded into
- * @keys; the number of them, or -1 when it is not a token. */
-static int parse_token(const weir_resp_arg *tok, weir_lease *out, unsigned char *keys,
-                       size_t keys_cap)
-{
-    const char *p = tok->p, *end = tok->p + tok->n;
-    if (p == end || *p++ != '1')
-        return -1;
-    int n = 0;
-    size_t used = 0;
-    while (p < end) {
-        int64_t limit, window, lease;
-        if (n == (int)MAX_LEASES || *p++ != ';' || !token_num(&p, end, ',', &limit) ||
-            !token_num(&p, end, ',', &window) || !token_num(&p, end, ',', &lease) || limit < 1 ||
-            window < 1 || lease < 1)
-            return -1;
-        const char *k = p;
-        while (p < end && *p != ';')
-            p++;
-        size_t hex_len = (size_t)(p - k);
-        if (hex_len == 0 || hex_len % 2 || used + hex_len / 2 > keys_cap)
-            return -1;
-        unsigned char *key = keys + used;
-        for (size_t i = 0; i < hex_len; i += 2) {
-            int hi = hexval(k[i]), lo = hexval(k[i + 1]);
-            if (hi < 0 || lo < 0)
-                return -1;
-            key[i / 2] = (unsigned char)(hi << 4 | lo);
-        }
-        out[n++] = (weir_lease){key, hex_len / 2, (uint64_t)lease, (uint64_t)limit, window};
-        used += hex_len / 2;
-    }
-    return n;
-}
-
 void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
     (void)argc;
-    weir_lease leases[MAX_LEASES];
-    unsigned char *keys = malloc(RESP_MAX_BULK);
-    if (!keys) {
+    lease_token *tok = malloc(sizeof(*tok));
+    if (!tok) {
         weir_resp_errorf(resp_out(c), "ERR out of memory");
         return;
     }
-    int n = parse_token(&argv[1], leases, keys, RESP_MAX_BULK);
-    group *g = n < 0 ? NULL : group_new(c, true);
-    if (n < 0)
+    bool ok = lease_token_parse(argv[1].p, argv[1].n, tok);
+    group *g = ok ? group_new(c, true) : NULL;
+    if (!ok)
         weir_resp_errorf(resp_out(c), "ERR not a lease token of WEIR.ACQUIRE");
-    for (int i = 0; g && i < n; i++)
-        group_start(
-            g, call_new_release(&c->base, &member_ops, &leases[i], sizeof(member), uv_hrtime()));
+    for (size_t i = 0; g && i < tok->n; i++)
+        group_start(g, call_new_release(&c->base, &member_ops, &tok->leases[i], sizeof(member),
+                                        uv_hrtime()));
     if (g)
         group_end(g, false);
-    free(keys); /* every call copied its key */
+    free(tok); /* every call copied its key */
 }

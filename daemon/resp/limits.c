@@ -16,6 +16,7 @@
 
 #include "call.h"
 #include "commands.h"
+#include "lease_token.h"
 #include "worker.h"
 
 #define US_PER_S 1000000LL
@@ -286,28 +287,6 @@ typedef struct check_call {
     bool acquire; /* WEIR.ACQUIRE: the lease token first */
 } check_call;
 
-/* The leases a decision took, as one token for WEIR.RELEASE: "1", then
- * for each ";LIMIT,WINDOW_US,LEASE,KEY" (the concurrency limit, its lease
- * timeout, the lease and the counter's name in hex). */
-static void put_token(weir_buf *b, const weir_descriptor_status *st, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    weir_buf_putc(b, '1');
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < st[i].n_outcomes; j++) {
-            const weir_limit_outcome *o = &st[i].outcomes[j];
-            if (!o->lease)
-                continue;
-            weir_buf_printf(b, ";%u,%lld,%llu,", o->requests_per_unit, (long long)o->window_us,
-                            (unsigned long long)o->lease);
-            const unsigned char *key = o->key;
-            for (size_t k = 0; k < o->key_len; k++) {
-                weir_buf_putc(b, hex[key[k] >> 4]);
-                weir_buf_putc(b, hex[key[k] & 15]);
-            }
-        }
-}
-
 static void check_reply(call *k, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     const check_call *cc = k->data;
@@ -325,7 +304,7 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
         if (overall == WEIR_CODE_OK) {
             weir_buf *tok = &k->conn->w->body;
             weir_buf_clear(tok);
-            put_token(tok, st, n);
+            lease_token_put(tok, st, n);
             weir_resp_bulk(b, tok->p, tok->len);
         } else {
             weir_resp_null(b, resp3);

@@ -1,7 +1,8 @@
 /*
  * fuzz_grpc.c - fuzzes the gRPC request path the way the server drives it:
  * a request body cut into length-prefixed messages, each decoded as a
- * RateLimitRequest (and as a HealthCheckRequest), and a RateLimitResponse
+ * RateLimitRequest (and as a HealthCheckRequest and a leases
+ * ReleaseRequest: an accepted lease fits the caller's buffer), and a RateLimitResponse
  * encoded for a synthetic decision of the decoded request's shape. Any
  * bytes must decode or fail cleanly, never crash, leak or hang.
  *
@@ -307,6 +308,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         one_message(d, max_desc, max_entries, msg, msg_len, mode ^ k);
         char service[32];
         (void)weir_health_decode(msg, msg_len, service, mode & 4 ? 4 : sizeof service, &err);
+        char lease[64];
+        size_t lease_cap = mode & 4 ? 4 : sizeof lease, lease_len = SIZE_MAX;
+        if (weir_leases_decode_release(msg, msg_len, lease, lease_cap, &lease_len, &err))
+            check(lease_len <= lease_cap);
+        else
+            check(err.code == WEIR_GRPC_INVALID_ARGUMENT && lease_len == SIZE_MAX);
         at += used;
     }
 

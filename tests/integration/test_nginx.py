@@ -24,7 +24,9 @@ import pytest
 import rawhttp
 
 NGINX = "/usr/sbin/nginx"
-EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "nginx.conf")
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+EXAMPLE = os.path.join(EXAMPLES, "nginx.conf")
+LEASES_EXAMPLE = os.path.join(EXAMPLES, "nginx-leases.conf")
 
 RULES = """\
 domain: api
@@ -37,11 +39,14 @@ pytestmark = pytest.mark.skipif(not os.access(NGINX, os.X_OK), reason="no " + NG
 
 
 class App:
-    """The application behind nginx: 200 "app" for everything, counted."""
+    """The application behind nginx: 200 "app" for everything, counted;
+    /slow/... after @delay seconds, counting how many are in at once."""
 
-    def __init__(self):
+    def __init__(self, delay=0.5):
         app = self
         self.hits = []
+        self.busy = self.peak = 0
+        self.lock = threading.Lock()
 
         class Handler(http.server.BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -51,6 +56,13 @@ class App:
                 if n:
                     self.rfile.read(n)
                 app.hits.append((self.command, self.path))
+                if self.path.startswith("/slow/"):
+                    with app.lock:
+                        app.busy += 1
+                        app.peak = max(app.peak, app.busy)
+                    time.sleep(delay)
+                    with app.lock:
+                        app.busy -= 1
                 body = b"app"
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain")
@@ -81,12 +93,12 @@ def free_port():
 
 
 def replace_once(text, old, new):
-    assert text.count(old) == 1, f"examples/nginx.conf: expected {old!r} exactly once"
+    assert text.count(old) == 1, f"the example: expected {old!r} exactly once"
     return text.replace(old, new)
 
 
-def nginx_config(prefix, nginx_port, weir_port, app_port):
-    with open(EXAMPLE) as f:
+def nginx_config(prefix, nginx_port, weir_port, app_port, example=EXAMPLE):
+    with open(example) as f:
         text = f.read()
     text = replace_once(text, "server 127.0.0.1:8080;", f"server 127.0.0.1:{weir_port};")
     text = replace_once(text, "server 127.0.0.1:3000;", f"server 127.0.0.1:{app_port};")
@@ -106,8 +118,9 @@ def nginx_config(prefix, nginx_port, weir_port, app_port):
 
 
 class Nginx:
-    def __init__(self, prefix, weir_port, app_port):
+    def __init__(self, prefix, weir_port, app_port, example=EXAMPLE):
         self.prefix = str(prefix)
+        self.example = example
         os.makedirs(self.prefix, exist_ok=True)
         self.weir_port = weir_port
         self.app_port = app_port
@@ -119,7 +132,8 @@ class Nginx:
             self.port = free_port()
             conf = os.path.join(self.prefix, "nginx.conf")
             with open(conf, "w") as f:
-                f.write(nginx_config(self.prefix, self.port, self.weir_port, self.app_port))
+                f.write(nginx_config(self.prefix, self.port, self.weir_port, self.app_port,
+                                     self.example))
             self.proc = subprocess.Popen(
                 [NGINX, "-p", self.prefix, "-e", "stderr", "-c", conf, "-g",
                  f"daemon off; pid {self.prefix}/nginx.pid; error_log stderr;"],
@@ -269,3 +283,45 @@ def test_nginx_example_script_runs_as_its_caller(weir_factory, app, tmp_path):
     with open(os.path.join(prefix, "error.log")) as f:
         log = f.read()
     assert "[error]" not in log and "[crit]" not in log and "[emerg]" not in log, log
+
+
+LEASE_RULES = """\
+domain: api
+descriptors:
+  - key: backend
+    value: app
+    rate_limit: {unit: minute, requests_per_unit: 2, algorithm: concurrency}
+"""
+
+
+def test_nginx_concurrency_leases(weir_factory, app, tmp_path):
+    """examples/nginx-leases.conf: a lease per request, taken by
+    auth_request and given back by post_action once the response is sent.
+    Four slow requests at once: two reach the app, two get a 503; once
+    they are done the leases are back (long before their minute's
+    timeout), so two more get through at once again."""
+    weir = weir_factory(LEASE_RULES, "--check-deny-status", "403")
+    nginx = Nginx(tmp_path / "nginx", weir.port, app.port, LEASES_EXAMPLE).start()
+    try:
+        def burst(tag):
+            out = []
+            threads = [threading.Thread(
+                target=lambda i=i: out.append(rawhttp.request(nginx.port, "GET", f"/slow/{tag}{i}")))
+                for i in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            return sorted(r.status for r in out)
+
+        for round_ in ("a", "b"):
+            assert burst(round_) == [200, 200, 503, 503], nginx.lines
+            # the releases run after the responses went out
+            want = 2 if round_ == "a" else 4
+            weir.wait_until(lambda: (weir.metric("weir_http_requests_total", route="/v1/release",
+                                                 code="200") or 0) >= want,
+                            timeout=5, what="the leases given back")
+        assert app.peak == 2, app.peak
+        assert not nginx.serious_errors(), nginx.lines
+    finally:
+        nginx.stop()

@@ -41,6 +41,12 @@ State, one key per op (times in integer microseconds):
       member = ">dd" (lease id, unit 0 .. hits-1); and member "#" whose
       score is SEQ + the last lease id given out, above every expiry, so
       that ZRANGE -2 -1 reads the newest lease and the id counter at once.
+      A key made afresh (the last one expired with its leases) counts its
+      ids from 256 per millisecond of the time, so a token of a lease
+      that timed out never names a lease of the new key (unless a key
+      gave out more than 256 leases a millisecond over its whole life);
+      ids stay below 2^53 - SEQ until the year 2094 (later, a fresh
+      key's ids start from ID_BASE_MAX).
 A state that is not this algorithm's or not valid for the limit is a fresh
 key, replaced when the op charges. After a charge the key expires when it is
 back at rest: reset_after rounded up to a millisecond (from the end of the
@@ -83,6 +89,9 @@ local OK, EINVAL, ENOLEASE, EALGO = 0, -1, -4, -9
 local P51, P52, P53 = 2251799813685248, 4503599627370496, 9007199254740992
 -- concurrency: "#" scores start here, above any expiry (2^52 + 100 years)
 local SEQ = 8000000000000000
+-- where a fresh concurrency key's lease ids start at the latest: 2^32 ids
+-- below the largest SEQ + id a double holds exactly
+local ID_BASE_MAX = 1007194959773696
 local SHAPER = 4
 local CHUNK = 500 -- members per ZADD (a Lua call takes at most 8000 arguments)
 
@@ -872,6 +881,12 @@ local function conc(key, L, now, hits, write, op)
             local exp = now + window
             if last > exp then
                 exp = last
+            end
+            if seq == 0 then -- a fresh key: ids from the time (above)
+                seq = floor(now / 1000) * 256
+                if seq > ID_BASE_MAX then
+                    seq = ID_BASE_MAX
+                end
             end
             seq = seq + 1
             if other then

@@ -272,6 +272,27 @@ static void key_fini(tkey *k)
     k->state = NULL;
 }
 
+/* weir_step() as the script steps a key: a concurrency key made afresh
+ * by an acquire counts its lease ids from 256 per millisecond of the
+ * time, at most ID_BASE_MAX (script.lua); the C state's id counter is its
+ * first 8 bytes. */
+static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, weir_result *r)
+{
+    uint64_t next;
+    memcpy(&next, k->state, sizeof(next));
+    bool fresh = k->lim.algorithm == WEIR_ALGO_CONCURRENCY && next == 0;
+    if (fresh) {
+        uint64_t base = (uint64_t)(now / 1000) * 256u;
+        if (base > 1007194959773696u)
+            base = 1007194959773696u;
+        memcpy(k->state, &base, sizeof(base));
+    }
+    weir_status st = weir_step(&k->lim, k->state, now, hits, r);
+    if (fresh && !(st == WEIR_OK && r->allowed && hits > 0))
+        memcpy(k->state, &next, sizeof(next)); /* nothing acquired: still fresh */
+    return st;
+}
+
 /* The C side of one batch, in weir_step() and friends. */
 static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expect *out)
 {
@@ -284,7 +305,7 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
             memset(&out[i], 0, sizeof(out[i]));
             switch (ops[i].kind) {
             case WEIR_OP_TAKE:
-                out[i].st = weir_step(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+                out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
                 break;
             case WEIR_OP_CHECK:
                 out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
@@ -325,7 +346,7 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         tkey *k = key_of(keys, nkeys, &ops[i]);
         bool take = ops[i].kind == WEIR_OP_TAKE;
         if (!denied && take)
-            out[i].st = weir_step(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+            out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
         else if (!denied)
             out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
         else if (take && out[i].st == WEIR_OK && out[i].r.allowed)
@@ -419,12 +440,15 @@ static void golden(const char *name, weir_limit lim, int64_t start, const gstep 
 {
     tkey k;
     key_init(&k, name, lim);
+    /* lease ids are written from 1: a fresh key counts them from its
+     * first acquire's time (ref_step()) */
+    long long base = lim.algorithm == WEIR_ALGO_CONCURRENCY ? (start / 1000) * 256 : 0;
     for (size_t s = 0; s < n; s++) {
         weir_op op = {.key = k.name,
                       .key_len = strlen(k.name),
                       .limit = &k.lim,
                       .hits = steps[s].hits,
-                      .lease = steps[s].lease,
+                      .lease = steps[s].lease ? (uint64_t)(base + steps[s].lease) : 0,
                       .kind = steps[s].kind};
         weir__redis_batch b = {&op, 1, start + steps[s].at, 0};
         both(name, 0, s, &k, 1, &b, 1);
@@ -434,12 +458,13 @@ static void golden(const char *name, weir_limit lim, int64_t start, const gstep 
         if (g->st != WEIR_OK)
             continue;
         const weir_result *r = &op.result;
-        bool ok = r->allowed == (g->allowed != 0) &&
-                  (g->remaining == NC || (long long)r->remaining == g->remaining) &&
-                  (g->retry == NC || r->retry_after_us == g->retry) &&
-                  (g->reset == NC || r->reset_after_us == g->reset) &&
-                  (g->delay == NC || r->delay_us == g->delay) &&
-                  (g->lease_out == NC || (long long)r->lease == g->lease_out);
+        bool ok =
+            r->allowed == (g->allowed != 0) &&
+            (g->remaining == NC || (long long)r->remaining == g->remaining) &&
+            (g->retry == NC || r->retry_after_us == g->retry) &&
+            (g->reset == NC || r->reset_after_us == g->reset) &&
+            (g->delay == NC || r->delay_us == g->delay) &&
+            (g->lease_out == NC || (long long)r->lease == (g->lease_out ? base : 0) + g->lease_out);
         if (!ok) {
             print_result("got", op.status, r);
             fail_msg("%s step %zu: not the hand-derived result", name, s);
@@ -1742,6 +1767,7 @@ static void keys_expire_at_rest(void **unused)
         weir_op op = plain(key, &lim, WEIR_OP_TAKE, T0 + 12345, 1, 0);
         assert_true(op.result.allowed);
         assert_ttl(key, op.result.reset_after_us);
+        uint64_t first_lease = op.result.lease;
         op = plain(key, &lim, WEIR_OP_TAKE, T0 + 3 * MIN + 7, 1, 0);
         assert_ttl(key, op.result.reset_after_us);
         /* a check leaves the TTL alone */
@@ -1751,10 +1777,34 @@ static void keys_expire_at_rest(void **unused)
         assert_true(after <= before && after > before - 2000);
         if (a == WEIR_ALGO_CONCURRENCY) {
             /* a release leaves it as the last acquire set it */
-            op = plain(key, &lim, WEIR_OP_RELEASE, T0 + 5 * MIN, 0, 1);
+            op = plain(key, &lim, WEIR_OP_RELEASE, T0 + 5 * MIN, 0, first_lease);
             assert_true(pttl(key) <= before && pttl(key) > before - 2000);
         }
     }
+}
+
+/* A concurrency key made again after it expired with its leases gives out
+ * other lease ids: a token of a lease that timed out never gives back a
+ * lease of the new key. */
+static void lease_ids_outlive_their_key(void **unused)
+{
+    (void)unused;
+    flushall();
+    weir_limit lim = compile(WEIR_ALGO_CONCURRENCY, 2, 30 * S);
+    weir_op op = plain("aba", &lim, WEIR_OP_TAKE, T0, 1, 0);
+    uint64_t old = op.result.lease;
+    assert_true(op.result.allowed && old > 1);
+    /* the key expires with its leases (Redis's TTL, here at once) */
+    assert_int_equal(integer_reply("DEL %s", "aba"), 1);
+    op = plain("aba", &lim, WEIR_OP_TAKE, T0 + 31 * S, 1, 0);
+    assert_true(op.result.allowed && op.result.lease > old);
+    weir_op rel = {
+        .key = "aba", .key_len = 3, .limit = &lim, .lease = old, .kind = WEIR_OP_RELEASE};
+    weir__redis_batch b = {&rel, 1, T0 + 32 * S, 0};
+    assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+    assert_int_equal(rel.status, WEIR_ENOLEASE);
+    assert_int_equal(plain("aba", &lim, WEIR_OP_RELEASE, T0 + 32 * S, 0, op.result.lease).status,
+                     WEIR_OK);
 }
 
 /* A key that changes type within one call expires as its last op says:
@@ -2194,6 +2244,7 @@ int main(void)
         cmocka_unit_test(encode_sends_each_limit_once),
         cmocka_unit_test(decode_refuses_what_the_script_cannot_say),
         cmocka_unit_test(keys_expire_at_rest),
+        cmocka_unit_test(lease_ids_outlive_their_key),
         cmocka_unit_test(ttls_of_a_key_changing_type_in_a_call),
         cmocka_unit_test(redis_clock),
         cmocka_unit_test(foreign_state_is_a_fresh_key),

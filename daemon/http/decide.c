@@ -1,0 +1,99 @@
+/*
+ * decide.c - an HTTP route's decision through a call (decide.h).
+ */
+#include "decide.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct route_call {
+    http_answer *a;
+    http_answer_fn answer;
+} route_call;
+
+/* An answer made after the route returned goes out with this loop
+ * iteration's others; one made inside it goes out with the read's. */
+static void kick(const call *c)
+{
+    if (!c->deciding)
+        conn_kick(c->conn);
+}
+
+static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
+{
+    route_call *rc = c->data;
+    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
+    weir_api_decision dec = {overall, st, n};
+    rc->answer(rc->a, &c->req, &dec, c->now_us);
+    kick(c);
+}
+
+static void on_expired(call *c)
+{
+    route_call *rc = c->data;
+    http_answer_problem(rc->a, 504, "no decision within --decision-timeout");
+    kick(c);
+}
+
+static const call_ops route_call_ops = {on_decided, on_expired, NULL, NULL};
+
+/* The HTTP status of a request the engine refused, its reason in @msg. */
+static int refusal(worker *w, weir_status st, char *msg, size_t cap)
+{
+    weir_refusal why = weir_engine_refusal(w->reader);
+    if (st == WEIR_ENOMEM || why.code == WEIR_REFUSAL_NO_MEMORY) {
+        snprintf(msg, cap, "out of memory");
+        return 503;
+    }
+    metrics_refused(w->metrics, PROTO_HTTP, why.code);
+    weir_refusal_text(why, msg, cap);
+    return why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? 403 : 400;
+}
+
+int http_decide_call(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
+                     size_t data_bytes, char *msg, size_t cap)
+{
+    worker *w = a->conn->w;
+    call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
+    if (!c)
+        return refusal(w, WEIR_ENOMEM, msg, cap);
+    memcpy(c->data, data, data_bytes);
+    weir_status st = call_decide(c, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
+    if (st != WEIR_OK) {
+        call_free(c);
+        return refusal(w, st, msg, cap);
+    }
+    return 0;
+}
+
+void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer)
+{
+    char msg[192];
+    route_call rc = {a, answer};
+    int status = http_decide_call(a, req, &route_call_ops, &rc, sizeof(rc), msg, sizeof(msg));
+    if (status)
+        http_answer_problem(a, status, msg);
+}
+
+void http_render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)
+{
+    weir_headers_clear(&w->headers);
+    weir_api_render_headers(&w->headers, dec, &w->srv->opt.headers, now_us, worker_jitter(w));
+}
+
+void http_unknown_domain_text(const weir_request *req, char *msg, size_t cap)
+{
+    snprintf(msg, cap, "unknown domain '%.*s'",
+             (int)(req->domain_len > 120 ? 120 : req->domain_len), req->domain);
+}
+
+bool http_refuse_unknown_domain(http_answer *a, const weir_request *req,
+                                const weir_api_decision *dec)
+{
+    if (!dec->n || !dec->statuses[0].domain_not_found)
+        return false;
+    char msg[192];
+    http_unknown_domain_text(req, msg, sizeof(msg));
+    http_answer_problem(a, 404, msg);
+    return true;
+}

@@ -1,0 +1,96 @@
+/*
+ * lease_token.c - a decision's leases as text and back (lease_token.h).
+ * Hand-written: the format is four fields, and a general parser (JSON,
+ * a URL's query) would not let the token travel as one header value or
+ * one RESP argument.
+ */
+#include "lease_token.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static const char hex[] = "0123456789abcdef";
+
+size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n)
+{
+    size_t leases = 0;
+    weir_buf_putc(b, '1');
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < st[i].n_outcomes; j++) {
+            const weir_limit_outcome *o = &st[i].outcomes[j];
+            if (!o->lease)
+                continue;
+            weir_buf_printf(b, ";%u,%lld,%llu,", o->requests_per_unit, (long long)o->window_us,
+                            (unsigned long long)o->lease);
+            const unsigned char *key = o->key;
+            for (size_t k = 0; k < o->key_len; k++) {
+                weir_buf_putc(b, hex[key[k] >> 4]);
+                weir_buf_putc(b, hex[key[k] & 15]);
+            }
+            leases++;
+        }
+    return leases;
+}
+
+/* A number from 1 to @max at *p, ended by @stop; moves *p past @stop. */
+static bool number(const char **p, const char *end, char stop, uint64_t max, uint64_t *out)
+{
+    const char *s = *p;
+    uint64_t v = 0;
+    if (s == end || *s == stop || *s == '0') /* written without leading zeros */
+        return false;
+    for (; s < end && *s != stop; s++) {
+        unsigned d = (unsigned)(*s - '0');
+        if (d > 9 || v > (max - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    if (s == end)
+        return false;
+    *out = v;
+    *p = s + 1;
+    return true;
+}
+
+static int hexval(char ch)
+{
+    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+bool lease_token_parse(const char *p, size_t len, lease_token *out)
+{
+    out->n = 0;
+    if (!p || len == 0 || len > LEASE_TOKEN_MAX_BYTES || *p != '1')
+        return false;
+    const char *end = p + len;
+    size_t used = 0;
+    p++; /* "1" alone: a decision that took no lease */
+    while (p < end) {
+        uint64_t limit, window, lease;
+        if (out->n == LEASE_TOKEN_MAX_LEASES || *p++ != ';' ||
+            !number(&p, end, ',', WEIR_MAX_LEASES, &limit) ||
+            !number(&p, end, ',', (uint64_t)WEIR_MAX_WINDOW_US, &window) ||
+            !number(&p, end, ',', UINT64_MAX, &lease))
+            goto refused;
+        const char *k = p;
+        while (p < end && *p != ';')
+            p++;
+        size_t hex_len = (size_t)(p - k);
+        if (hex_len == 0 || hex_len % 2 || hex_len / 2 > WEIR_MAX_KEY_BYTES ||
+            used + hex_len / 2 > sizeof(out->keys))
+            goto refused;
+        unsigned char *key = out->keys + used;
+        for (size_t i = 0; i < hex_len; i += 2) {
+            int hi = hexval(k[i]), lo = hexval(k[i + 1]);
+            if (hi < 0 || lo < 0)
+                goto refused;
+            key[i / 2] = (unsigned char)(hi << 4 | lo);
+        }
+        out->leases[out->n++] = (weir_lease){key, hex_len / 2, lease, limit, (int64_t)window};
+        used += hex_len / 2;
+    }
+    return true;
+refused:
+    out->n = 0;
+    return false;
+}

@@ -120,8 +120,10 @@ typedef struct weir_adaptive_options {
     /** In (0, 1]: the weight of a new limit against the old (1 = none). */
     double smoothing;
     /** A window ends once it holds window_samples samples (1 ..
-     *  WEIR_ADAPTIVE_MAX_WINDOW_SAMPLES) and has lasted window_us (1 ..
-     *  WEIR_ADAPTIVE_MAX_US), or at 2^24 samples whatever its age. */
+     *  WEIR_ADAPTIVE_MAX_WINDOW_SAMPLES) and window_us (1 ..
+     *  WEIR_ADAPTIVE_MAX_US) have passed since the window before ended
+     *  (the first since 0, the first after a probe since the probe
+     *  ended), or at 2^24 samples whatever its age. */
     uint32_t window_samples;
     int64_t window_us;
     /** VEGAS, GRADIENT: from the end of one no-load RTT probe to the start

@@ -31,7 +31,8 @@ struct weir_adaptive {
     double estimate;
     int64_t last_us; /* the latest time seen */
 
-    /* the open window */
+    /* the open window; it started when the one before ended (the first at
+     * 0, the first after a probe at the probe's end) */
     bool win_open;
     int64_t win_start_us;
     uint32_t win_samples, win_dropped, win_rtt_n, win_inflight;
@@ -139,6 +140,7 @@ static void probe_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_us, uint3
         return;
     a->rtt_noload_us = a->probe_n ? (double)a->probe_sum_us / a->probe_n : (double)a->probe_min_us;
     a->probing = false;
+    a->win_start_us = now_us;
     if (__builtin_add_overflow(now_us, a->p.probe_interval_us, &a->next_probe_us))
         a->next_probe_us = INT64_MAX;
     publish(a, now_us, rounded(a->estimate), WEIR_ADAPTIVE_PROBE_END);
@@ -153,6 +155,7 @@ static void close_window(weir_adaptive *a, int64_t now_us)
         .inflight = a->win_inflight,
     };
     a->win_open = false;
+    a->win_start_us = now_us;
     a->windows = sat_inc(a->windows);
     a->last_inflight = w.inflight;
     if (w.rtt_us > 0.0) {
@@ -202,7 +205,6 @@ weir_status weir_adaptive_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_u
 
     if (!a->win_open) {
         a->win_open = true;
-        a->win_start_us = now_us;
         a->win_samples = a->win_dropped = a->win_rtt_n = a->win_inflight = 0;
         a->win_rtt_sum_us = 0;
     }

@@ -239,19 +239,7 @@ static void put_head(FILE *f, const weir_sim_svg_plot *p, const geom *g, int hei
           "window ending then (0 before the first); they are left out past 10000 "
           "steps.</desc>\n",
           f);
-    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", LEFT);
-    weir_svg_text(f, p->title);
-    fputs("</text>\n", f);
-    const char *s = p->subtitle;
-    for (int i = 0; s && *s; i++) {
-        const char *nl = strchr(s, '\n');
-        size_t len = nl ? (size_t)(nl - s) : strlen(s);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#444\">", LEFT, 36 + LINE_H * i);
-        weir_svg_text_n(f, s, len);
-        fputs("</text>\n", f);
-        s = nl ? nl + 1 : NULL;
-    }
+    weir_svg_heading(f, LEFT, LINE_H, p->title, p->subtitle);
     put_legend(f, p, g);
 }
 

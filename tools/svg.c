@@ -102,6 +102,23 @@ const char *weir_svg_px(char buf[24], int64_t tenths)
     return buf;
 }
 
+void weir_svg_heading(FILE *f, int left, int line_h, const char *title, const char *subtitle)
+{
+    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", left);
+    weir_svg_text(f, title);
+    fputs("</text>\n", f);
+    const char *s = subtitle;
+    for (int i = 0; s && *s; i++) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#444\">", left, 36 + line_h * i);
+        weir_svg_text_n(f, s, len);
+        fputs("</text>\n", f);
+        s = nl ? nl + 1 : NULL;
+    }
+}
+
 /* 1, 2, 5, 10, 20, 50, ... after @m */
 uint64_t weir_svg_next_nice(uint64_t m)
 {

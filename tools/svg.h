@@ -29,6 +29,11 @@ const char *weir_svg_px(char buf[24], int64_t tenths);
 /** 1, 2, 5, 10, 20, 50, ... : the one after @m. */
 uint64_t weir_svg_next_nice(uint64_t m);
 
+/** The white background, the title (bold, 13px) at x = @left, y = 18,
+ *  and the subtitle's lines ('\n' between them; NULL: none) under it in
+ *  grey, @line_h apart from y = 36. */
+void weir_svg_heading(FILE *f, int left, int line_h, const char *title, const char *subtitle);
+
 /** A time axis: its unit (the largest the span covers twice) and the
  *  step between ticks, 1, 2, 5, ... units, at most max_ticks of them. */
 typedef struct weir_svg_time_axis {

@@ -1,10 +1,14 @@
 /*
  * adaptive_sim.c - the simulated backend of adaptive_sim.h.
  *
- * Each step, in this order: servers whose request is done complete it
+ * Each step, in this order: requests whose service is done complete
  * (a sample each), free servers take queued requests, then the clients
  * due send theirs (admitted against the controller's limit of that
- * moment). Invariant: in flight = busy servers + queued, and a closed
+ * moment). Servers are interchangeable, so they are a count: the requests
+ * in service sit in a min-heap by the time they finish, and a new one
+ * starts while fewer than the servers of the moment are busy (so when the
+ * slow phase takes servers away, the busy ones finish and are not
+ * replaced). Invariant: in flight = in service + queued, and a closed
  * loop's clients are each either in flight or in the wake-up queue, whose
  * times never decrease (every push is now + think, or now + a step for a
  * rejected client, so its front is always the soonest).
@@ -23,17 +27,17 @@ typedef struct request {
     uint32_t inflight; /* in flight when it was admitted, itself included */
 } request;
 
-typedef struct server {
-    bool busy;
+typedef struct job {
     int64_t finish_us;
     request rq;
-} server;
+} job;
 
 typedef struct run {
     const weir_adaptive_sim_config *c;
     weir_adaptive *ctl;
     uint64_t rng;
-    server *servers;
+    job *heap; /* in service, the soonest to finish first */
+    uint32_t busy;
     request *queue; /* a ring of queue_cap */
     uint32_t q_head, q_len, q_cap;
     int64_t *wake; /* closed loop: a ring of `clients` wake-up times */
@@ -79,12 +83,36 @@ static void wake_at(run *r, int64_t t_us)
     r->w_len++;
 }
 
-static void start(run *r, server *s, request rq, int64_t now_us)
+static void start(run *r, request rq, int64_t now_us)
 {
     int64_t svc = service_time(r);
-    s->busy = true;
-    s->rq = rq;
-    s->finish_us = now_us + (svc > 0 ? svc : 1);
+    job j = {now_us + (svc > 0 ? svc : 1), rq};
+    uint32_t i = r->busy++;
+    while (i > 0 && r->heap[(i - 1) / 2].finish_us > j.finish_us) {
+        r->heap[i] = r->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    r->heap[i] = j;
+}
+
+static job finish(run *r)
+{
+    job top = r->heap[0], last = r->heap[--r->busy];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= r->busy)
+            break;
+        if (c + 1 < r->busy && r->heap[c + 1].finish_us < r->heap[c].finish_us)
+            c++;
+        if (r->heap[c].finish_us >= last.finish_us)
+            break;
+        r->heap[i] = r->heap[c];
+        i = c;
+    }
+    if (r->busy)
+        r->heap[i] = last;
+    return top;
 }
 
 /* A request leaves: a sample, and its client (closed loop) thinks. */
@@ -119,12 +147,10 @@ static void attempt(run *r, int64_t now_us)
     if (r->inflight > r->cur.inflight)
         r->cur.inflight = r->inflight;
     request rq = {now_us, r->inflight};
-    if (r->q_len == 0)
-        for (uint32_t i = 0; i < r->active; i++)
-            if (!r->servers[i].busy) {
-                start(r, &r->servers[i], rq, now_us);
-                return;
-            }
+    if (r->q_len == 0 && r->busy < r->active) {
+        start(r, rq, now_us);
+        return;
+    }
     if (r->q_len < r->q_cap) {
         r->queue[(r->q_head + r->q_len) % r->q_cap] = rq;
         r->q_len++;
@@ -140,19 +166,15 @@ static void step(run *r, int64_t now_us, int64_t *next_arrival_us)
     r->active = slow ? c->slow_servers : c->servers;
     r->service_us = slow && c->slow_service_us ? c->slow_service_us : c->service_us;
 
-    for (uint32_t i = 0; i < c->servers; i++) {
-        server *s = &r->servers[i];
-        if (s->busy && s->finish_us <= now_us) {
-            s->busy = false;
-            done(r, &s->rq, now_us, s->finish_us - s->rq.start_us, false);
-        }
+    while (r->busy && r->heap[0].finish_us <= now_us) {
+        job j = finish(r);
+        done(r, &j.rq, now_us, j.finish_us - j.rq.start_us, false);
     }
-    for (uint32_t i = 0; i < r->active && r->q_len; i++)
-        if (!r->servers[i].busy) {
-            start(r, &r->servers[i], r->queue[r->q_head], now_us);
-            r->q_head = (r->q_head + 1) % r->q_cap;
-            r->q_len--;
-        }
+    while (r->busy < r->active && r->q_len) {
+        start(r, r->queue[r->q_head], now_us);
+        r->q_head = (r->q_head + 1) % r->q_cap;
+        r->q_len--;
+    }
     if (c->clients) {
         while (r->w_len && r->wake[r->w_head] <= now_us) {
             r->w_head = (r->w_head + 1) % c->clients;
@@ -195,12 +217,12 @@ weir_status weir_adaptive_sim_run(const weir_adaptive_sim_config *cfg, weir_adap
     run r = {.c = cfg, .ctl = ctl, .rng = cfg->seed, .out = out};
     r.q_cap = cfg->queue_cap ? cfg->queue_cap : 1;
     size_t n_points = (size_t)(cfg->duration_us / cfg->record_us) + 1;
-    r.servers = calloc(cfg->servers, sizeof(*r.servers));
+    r.heap = calloc(cfg->servers, sizeof(*r.heap));
     r.queue = calloc(r.q_cap, sizeof(*r.queue));
     r.wake = calloc(cfg->clients ? cfg->clients : 1, sizeof(*r.wake));
     out->points = calloc(n_points, sizeof(*out->points));
-    if (!r.servers || !r.queue || !r.wake || !out->points) {
-        free(r.servers);
+    if (!r.heap || !r.queue || !r.wake || !out->points) {
+        free(r.heap);
         free(r.queue);
         free(r.wake);
         free(out->points);
@@ -218,7 +240,7 @@ weir_status weir_adaptive_sim_run(const weir_adaptive_sim_config *cfg, weir_adap
             next_record += cfg->record_us;
         }
     }
-    free(r.servers);
+    free(r.heap);
     free(r.queue);
     free(r.wake);
     return WEIR_OK;

@@ -16,6 +16,9 @@
 
 #define US_PER_S 1000000
 #define N_KINDS 3
+/* servers x milliseconds of run (servers <= 10^4, a run <= 3.6 x 10^6 ms:
+ * no overflow) */
+#define MAX_CLIENT_MS 100000000
 
 static const char help_text[] =
     "usage: weir sim --adaptive [OPTIONS]\n"
@@ -33,7 +36,8 @@ static const char help_text[] =
     "  --controller NAME    aimd, vegas, gradient or all (default all)\n"
     "  --servers K          the knee, 2..10000 (default 50)\n"
     "  --service DURATION   the mean service time, 1ms..10s (default 20ms)\n"
-    "  --duration DURATION  the run, 6s..1h (default 60s)\n"
+    "  --duration DURATION  the run, 6s..1h (default 60s); servers x milliseconds\n"
+    "                       at most 10^8\n"
     "  --seed S             the service times' seed (default 1)\n"
     "  --svg FILE           also draw the runs (- for stdout, then without the\n"
     "                       table): per controller its limit, the knee, and the\n"
@@ -98,6 +102,10 @@ static int parse(int argc, char **argv, args *a)
         if (rc)
             return rc;
     }
+    /* every client tries about once a millisecond: bound the work */
+    if (a->servers * (uint64_t)(a->duration_us / 1000) > MAX_CLIENT_MS)
+        return weir_cli_sim_usage("--servers x --duration is over the budget of 10^8 server-"
+                                  "milliseconds: lower one of them");
     weir_adaptive_kind k;
     if (strcmp(controller, "all") == 0) {
         for (int i = 0; i < N_KINDS; i++)

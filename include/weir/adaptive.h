@@ -16,7 +16,7 @@
  *   VEGAS     estimates the queue as limit x (1 - rtt_noload / rtt): at
  *             most log10(limit) queued adds beta; below alpha adds
  *             log10(limit); above beta subtracts log10(limit); a drop
- *             subtracts log10(limit). alpha and beta are
+ *             subtracts log10(limit) (every step at least 1). alpha and beta are
  *             `vegas_alpha` / `vegas_beta` x log10(limit).
  *   GRADIENT  gradient = clamp(tolerance x rtt_noload / rtt, 0.5, 2.0);
  *             the limit moves towards limit x gradient + headroom, the
@@ -29,8 +29,7 @@
  * `min_limit` until `probe_samples` samples of requests that started with
  * at most `min_limit` in flight have come; their mean RTT is the new
  * no-load RTT, and the limit returns to its value before the probe
- * (Envoy's minimum-RTT recalculation). Between probes a window's mean
- * below the no-load RTT lowers it. A window whose largest in-flight count
+ * (Envoy's minimum-RTT recalculation). A window whose largest in-flight count
  * is under half the limit never raises it (the demand, not the backend,
  * held it back). Every new limit is smoothed,
  * limit = (1 - smoothing) x limit + smoothing x new, and clamped to

@@ -160,8 +160,12 @@ static void close_window(weir_adaptive *a, int64_t now_us)
     a->last_inflight = w.inflight;
     if (w.rtt_us > 0.0) {
         a->rtt_short_us = w.rtt_us;
-        if (w.rtt_us < a->rtt_noload_us ||
-            (a->rtt_noload_us == 0.0 && !weir__adaptive_probes(a->p.kind)))
+        /* AIMD has no probe: its no-load RTT (for the stats) is the least
+         * window mean. A probing controller keeps its probe's: the least
+         * of many noisy means lies below the true one, and an estimate
+         * biased low reads as a queue that is not there. */
+        if (!weir__adaptive_probes(a->p.kind) &&
+            (a->rtt_noload_us == 0.0 || w.rtt_us < a->rtt_noload_us))
             a->rtt_noload_us = w.rtt_us;
     }
     double est = a->estimate;

@@ -8,7 +8,8 @@
  *
  * The band: K = 50 servers; after 10 s of settling the mean limit stays
  * within [0.7 K, 1.5 K] (the gradient's own equilibrium is about
- * 1.25 K + sqrt(limit), Vegas' K + 3..6 log10(limit), AIMD's under its
+ * 1.25 K + sqrt(1.25 K), 1.41 K here and 1.47 K at 25 servers; Vegas'
+ * K + 3..6 log10(limit); AIMD's under its
  * timeout of 1.5 x the service time); in the slow phase (25 servers) within
  * [0.7, 1.5] x 25 and at most 3/4 of the first phase's mean.
  */

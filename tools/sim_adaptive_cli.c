@@ -4,6 +4,7 @@
  * how near the knee each kept its limit and, with --svg, the runs as a
  * plot (adaptive_svg.c). The output depends only on the arguments.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +30,14 @@ static const char help_text[] =
     "a queue of as many requests again (one more is dropped), and 4 clients a\n"
     "server in a closed loop (1ms between a response and the next request),\n"
     "so they offer more than it can take. From a third of the run to two\n"
-    "thirds, half the servers are gone. The controllers run with their\n"
-    "defaults, but AIMD's timeout is 1.5 x the service time. The output\n"
-    "depends only on the arguments.\n"
+    "thirds the backend slows: half the servers are gone (--slowdown servers)\n"
+    "or each takes twice as long (--slowdown latency). The controllers run\n"
+    "with their defaults, but AIMD's timeout is 1.5 x the service time. The\n"
+    "output depends only on the arguments.\n"
     "\n"
     "  --controller NAME    aimd, vegas, gradient or all (default all)\n"
     "  --servers K          the knee, 2..10000 (default 50)\n"
+    "  --slowdown KIND      servers (default) or latency\n"
     "  --service DURATION   the mean service time, 1ms..10s (default 20ms)\n"
     "  --duration DURATION  the run, 6s..1h (default 60s); servers x milliseconds\n"
     "                       at most 10^8\n"
@@ -52,6 +55,7 @@ typedef struct args {
     int kinds[N_KINDS];
     size_t n_kinds;
     const char *svg;
+    bool latency; /* --slowdown latency */
 } args;
 
 static int duration_arg(const char *name, const char *v, int64_t min, int64_t max, int64_t *out)
@@ -93,6 +97,10 @@ static int parse(int argc, char **argv, args *a)
         else if (strcmp(o, "--seed") == 0) {
             if (!weir_cli_parse_u64(v, UINT64_MAX, &a->seed))
                 rc = weir_cli_sim_usage("--seed wants an integer, not '%s'", v);
+        } else if (strcmp(o, "--slowdown") == 0) {
+            if (strcmp(v, "servers") != 0 && strcmp(v, "latency") != 0)
+                rc = weir_cli_sim_usage("--slowdown wants servers or latency, not '%s'", v);
+            a->latency = strcmp(v, "latency") == 0;
         } else if (strcmp(o, "--svg") == 0) {
             if (!v[0])
                 rc = weir_cli_sim_usage("--svg wants a file name, or - for stdout");
@@ -135,7 +143,8 @@ static weir_adaptive_sim_config backend(const args *a)
         .duration_us = d,
         .slow_from_us = d / 3,
         .slow_until_us = d / 3 * 2,
-        .slow_servers = k / 2,
+        .slow_servers = a->latency ? k : k / 2,
+        .slow_service_us = a->latency ? 2 * a->service_us : 0,
         .record_us = d / 600,
         .seed = a->seed,
     };
@@ -185,6 +194,12 @@ static void format_mean(uint64_t milli, uint64_t knee, char *buf, size_t len)
              (unsigned long long)((milli * 100 / knee + 500) / 1000 % 100));
 }
 
+/* The knee while the backend is slow: the servers serving. */
+static uint64_t slow_knee(const args *a)
+{
+    return a->latency ? a->servers : a->servers / 2;
+}
+
 static void describe(const args *a, char *buf, size_t len)
 {
     char s[32], d[32];
@@ -192,10 +207,12 @@ static void describe(const args *a, char *buf, size_t len)
     weir_sim_format_duration(a->duration_us, d, sizeof(d));
     snprintf(buf, len,
              "%llu servers, %s each (+-20%%), a queue of %llu, %llu clients in a closed loop, "
-             "for %s;\nhalf the servers gone in the middle third; AIMD's timeout 1.5 x the "
+             "for %s;\n%s in the middle third; AIMD's timeout 1.5 x the "
              "service time, all else the defaults (seed %llu)",
              (unsigned long long)a->servers, s, (unsigned long long)a->servers,
-             (unsigned long long)a->servers * 4, d, (unsigned long long)a->seed);
+             (unsigned long long)a->servers * 4, d,
+             a->latency ? "each server twice as slow" : "half the servers gone",
+             (unsigned long long)a->seed);
 }
 
 static weir_status draw(FILE *f, const void *plot)
@@ -210,7 +227,7 @@ static int plot(const args *a, const outcome *o, const char *sub)
     for (size_t i = 0; i < a->n_kinds; i++) {
         char m1[64], m2[64];
         format_mean(o[i].settled, a->servers, m1, sizeof(m1));
-        format_mean(o[i].slow, a->servers / 2, m2, sizeof(m2));
+        format_mean(o[i].slow, slow_knee(a), m2, sizeof(m2));
         snprintf(notes[i], sizeof(notes[i]), "mean limit settled %s, slow %s", m1, m2);
         series[i] = (weir_adaptive_svg_series){
             .name = weir_adaptive_kind_name((weir_adaptive_kind)a->kinds[i]),
@@ -260,7 +277,7 @@ int weir_cli_sim_adaptive(int argc, char **argv)
         for (size_t i = 0; i < a.n_kinds; i++) {
             char m1[64], m2[64], m3[64];
             format_mean(o[i].settled, a.servers, m1, sizeof(m1));
-            format_mean(o[i].slow, a.servers / 2, m2, sizeof(m2));
+            format_mean(o[i].slow, slow_knee(&a), m2, sizeof(m2));
             format_mean(o[i].recovered, a.servers, m3, sizeof(m3));
             printf("%-10s %-20s %-20s %-20s %-12.1f %10llu %10llu %8llu\n",
                    weir_adaptive_kind_name((weir_adaptive_kind)a.kinds[i]), m1, m2, m3,
@@ -268,8 +285,8 @@ int weir_cli_sim_adaptive(int argc, char **argv)
                    (unsigned long long)o[i].r.rejected, (unsigned long long)o[i].r.dropped);
         }
         printf("\nsettled, slow, recovered: the mean limit over the second half of each phase\n"
-               "  (all servers, half of them, all again), and as a multiple of that\n"
-               "  phase's knee. latency: the mean, in ms, of the settled phase.\n");
+               "  (the backend as it was, slowed, as it was again), and as a multiple\n"
+               "  of that phase's knee. latency: the mean, in ms, of the settled phase.\n");
     }
     for (size_t i = 0; i < N_KINDS; i++)
         weir_adaptive_sim_result_free(&o[i].r);

@@ -29,7 +29,12 @@
  * `min_limit` until `probe_samples` samples of requests that started with
  * at most `min_limit` in flight have come; their mean RTT is the new
  * no-load RTT, and the limit returns to its value before the probe
- * (Envoy's minimum-RTT recalculation). A window whose largest in-flight count
+ * (Envoy's minimum-RTT recalculation). A probe also starts at the sample
+ * after a window whose mean RTT was under 3/4 of the no-load RTT (the
+ * backend got faster), or over 3/2 of it with the limit fallen to half
+ * its highest since the last probe ended, or to min_limit (it may have got
+ * slower: only a probe tells that from a queue). A window whose largest
+ * in-flight count
  * is under half the limit never raises it (the demand, not the backend,
  * held it back). Every new limit is smoothed,
  * limit = (1 - smoothing) x limit + smoothing x new, and clamped to

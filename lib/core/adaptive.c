@@ -19,6 +19,15 @@
 /* A probe that has taken this many times its samples without enough
  * unloaded ones (the caller is not enforcing the limit) ends anyway. */
 #define PROBE_PATIENCE 10u
+/* The no-load RTT is stale, and a probe starts at the next sample, after
+ * a window whose mean RTT is under STALE_FASTER of it (the backend got
+ * faster: no noise in a window's mean goes that far), or over STALE_SLOWER
+ * of it while the estimate has fallen to half its highest since the last
+ * probe ended, or to min_limit. A queue and a slower backend look the same
+ * from here (both raise the RTT at the same in-flight count), so only a
+ * probe tells them apart: one each time the limit halves. */
+#define STALE_FASTER 0.75
+#define STALE_SLOWER 1.5
 /* A window also ends at this many samples, so its sums cannot overflow
  * (2^24 x WEIR_ADAPTIVE_MAX_US < 2^64) however long window_us is. */
 #define WINDOW_CAP (1u << 24)
@@ -46,6 +55,7 @@ struct weir_adaptive {
     uint64_t probe_sum_us;
     int64_t probe_min_us;
     double rtt_noload_us;
+    double peak_estimate; /* the highest since the last probe ended */
 
     /* the last closed window, and counters */
     double rtt_short_us;
@@ -140,10 +150,21 @@ static void probe_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_us, uint3
         return;
     a->rtt_noload_us = a->probe_n ? (double)a->probe_sum_us / a->probe_n : (double)a->probe_min_us;
     a->probing = false;
+    a->peak_estimate = a->estimate;
     a->win_start_us = now_us;
     if (__builtin_add_overflow(now_us, a->p.probe_interval_us, &a->next_probe_us))
         a->next_probe_us = INT64_MAX;
     publish(a, now_us, rounded(a->estimate), WEIR_ADAPTIVE_PROBE_END);
+}
+
+static bool stale(const weir_adaptive *a, const weir__adaptive_window *w)
+{
+    if (!weir__adaptive_probes(a->p.kind) || w->rtt_us <= 0.0 || a->rtt_noload_us <= 0.0)
+        return false;
+    if (w->rtt_us < STALE_FASTER * a->rtt_noload_us)
+        return true;
+    return w->rtt_us > STALE_SLOWER * a->rtt_noload_us &&
+           (a->estimate < a->p.min + 0.5 || a->estimate <= a->peak_estimate / 2);
 }
 
 static void close_window(weir_adaptive *a, int64_t now_us)
@@ -178,7 +199,11 @@ static void close_window(weir_adaptive *a, int64_t now_us)
     next = (1.0 - a->p.smoothing) * est + a->p.smoothing * next;
     next = next < a->p.min ? a->p.min : next > a->p.max ? a->p.max : next;
     a->estimate = next;
+    if (next > a->peak_estimate)
+        a->peak_estimate = next;
     publish(a, now_us, rounded(next), WEIR_ADAPTIVE_WINDOW);
+    if (stale(a, &w))
+        a->next_probe_us = now_us;
 }
 
 weir_status weir_adaptive_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_us,

@@ -4,7 +4,7 @@
  * min and max; the no-load RTT probe; the history ring; and, against the
  * simulated backend (tools/adaptive_sim.h), that each controller finds
  * the knee, follows it down when half the servers go and back up when
- * they return.
+ * they return, and what each does when the servers get twice as slow.
  *
  * The band: K = 50 servers; after 10 s of settling the mean limit stays
  * within [0.7 K, 1.5 K] (the gradient's own equilibrium is about
@@ -354,6 +354,53 @@ static void gradient_by_hand(void **unused)
     weir_adaptive_free(a);
 }
 
+/* A stale no-load RTT is measured again at once: after a window far under
+ * it, or far over it once the limit has halved. */
+static void early_probes(void **unused)
+{
+    (void)unused;
+    weir_adaptive_options o = {sizeof(o),
+                               .kind = WEIR_ADAPTIVE_GRADIENT,
+                               .initial_limit = 100,
+                               .min_limit = 2,
+                               .probe_samples = 1,
+                               .window_samples = 1,
+                               .window_us = 1,
+                               .smoothing = 1.0,
+                               .gradient_queue = 1};
+    weir_adaptive *a = make(&o);
+    weir_adaptive_stats st;
+    weir_adaptive_sample(a, 0, 1000, 1, false);  /* the first probe: 1 ms */
+    weir_adaptive_sample(a, 1, 800, 100, false); /* 0.8: noise, not stale */
+    weir_adaptive_stats_get(a, &st);
+    assert_false(st.probing);
+    assert_int_equal(st.next_probe_us, 60 * S);
+    weir_adaptive_sample(a, 2, 740, 100, false); /* under 3/4: stale */
+    weir_adaptive_stats_get(a, &st);
+    assert_int_equal(st.next_probe_us, 2);
+    uint32_t before = weir_adaptive_limit(a);
+    weir_adaptive_sample(a, 3, 700, 1, false); /* starts and ends a probe */
+    weir_adaptive_stats_get(a, &st);
+    assert_false(st.probing);
+    assert_int_equal(st.rtt_noload_us, 700);
+    assert_int_equal(weir_adaptive_limit(a), before);
+
+    /* slower: 2 x the no-load RTT halves the limit each window (a gradient
+     * of 0.5 plus 1); a probe comes once it is at half its peak */
+    int64_t t = 10;
+    uint32_t peak = weir_adaptive_limit(a);
+    weir_adaptive_sample(a, t++, 1400, peak, false);
+    weir_adaptive_stats_get(a, &st);
+    assert_int_equal(st.next_probe_us, 3 + 60 * S); /* peak / 2 + 1: not yet */
+    weir_adaptive_sample(a, t++, 1400, peak, false);
+    weir_adaptive_stats_get(a, &st);
+    assert_int_equal(st.next_probe_us, t - 1);
+    weir_adaptive_sample(a, t++, 1400, 1, false);
+    weir_adaptive_stats_get(a, &st);
+    assert_int_equal(st.rtt_noload_us, 1400);
+    weir_adaptive_free(a);
+}
+
 static void history_ring(void **unused)
 {
     (void)unused;
@@ -466,6 +513,54 @@ static void gradient_converges(void **unused)
     converges(WEIR_ADAPTIVE_GRADIENT);
 }
 
+/* The same servers, each twice as slow for the middle third: the knee is
+ * still K, but the RTT doubles. Vegas and the gradient dip, measure the
+ * no-load RTT again and hold the knee; AIMD, whose timeout (30 ms) is now
+ * under the service time (40 ms), backs off to its floor until the
+ * backend is fast again. */
+static void slower_service(weir_adaptive_kind kind)
+{
+    weir_adaptive_options o = controller(kind);
+    weir_adaptive *a = make(&o);
+    weir_adaptive_sim_config c = backend();
+    c.slow_servers = K;
+    c.slow_service_us = 2 * c.service_us;
+    weir_adaptive_sim_result r;
+    assert_int_equal(weir_adaptive_sim_run(&c, a, &r), WEIR_OK);
+    printf("%s, twice the service time from 20 s to 40 s:\n", weir_adaptive_kind_name(kind));
+    uint64_t fast = mean(&r, 10, 20), low = UINT64_MAX;
+    for (size_t i = 0; i < r.n_points; i++)
+        if (r.points[i].t_us >= 20 * S && r.points[i].t_us < 23 * S && r.points[i].limit < low)
+            low = r.points[i].limit;
+    printf("  least limit 20-23 s: %llu\n", (unsigned long long)low);
+    assert_true(low * 1000 * 4 <= fast * 3); /* it dropped */
+    if (kind == WEIR_ADAPTIVE_AIMD)
+        assert_in_range(mean(&r, 30, 40), 3000, 3500);
+    else
+        assert_band(mean(&r, 30, 40), K, "30-40 s");
+    assert_band(mean(&r, 50, 61), K, "50-60 s, fast again");
+    weir_adaptive_sim_result_free(&r);
+    weir_adaptive_free(a);
+}
+
+static void aimd_slower_service(void **unused)
+{
+    (void)unused;
+    slower_service(WEIR_ADAPTIVE_AIMD);
+}
+
+static void vegas_slower_service(void **unused)
+{
+    (void)unused;
+    slower_service(WEIR_ADAPTIVE_VEGAS);
+}
+
+static void gradient_slower_service(void **unused)
+{
+    (void)unused;
+    slower_service(WEIR_ADAPTIVE_GRADIENT);
+}
+
 /* Open loop: arrivals at twice what the servers can take. */
 static void open_loop(void **unused)
 {
@@ -543,12 +638,22 @@ static void backend_checked(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(options_checked), cmocka_unit_test(arguments_checked),
-        cmocka_unit_test(aimd_by_hand),    cmocka_unit_test(windows),
-        cmocka_unit_test(probes),          cmocka_unit_test(gradient_by_hand),
-        cmocka_unit_test(history_ring),    cmocka_unit_test(aimd_converges),
-        cmocka_unit_test(vegas_converges), cmocka_unit_test(gradient_converges),
-        cmocka_unit_test(open_loop),       cmocka_unit_test(deterministic),
+        cmocka_unit_test(options_checked),
+        cmocka_unit_test(arguments_checked),
+        cmocka_unit_test(aimd_by_hand),
+        cmocka_unit_test(windows),
+        cmocka_unit_test(probes),
+        cmocka_unit_test(gradient_by_hand),
+        cmocka_unit_test(early_probes),
+        cmocka_unit_test(history_ring),
+        cmocka_unit_test(aimd_slower_service),
+        cmocka_unit_test(vegas_slower_service),
+        cmocka_unit_test(gradient_slower_service),
+        cmocka_unit_test(aimd_converges),
+        cmocka_unit_test(vegas_converges),
+        cmocka_unit_test(gradient_converges),
+        cmocka_unit_test(open_loop),
+        cmocka_unit_test(deterministic),
         cmocka_unit_test(backend_checked),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -25,7 +25,8 @@
  *
  * `rtt` is the mean RTT of the window's samples that were not dropped.
  * VEGAS and GRADIENT need the no-load RTT: every `probe_interval_us`
- * (and before anything else) the published limit is pinned at
+ * (plus up to `probe_jitter_pct` percent of it, at random from `seed`;
+ * and before anything else) the published limit is pinned at
  * `min_limit` until `probe_samples` samples of requests that started with
  * at most `min_limit` in flight have come; their mean RTT is the new
  * no-load RTT, and the limit returns to its value before the probe
@@ -86,9 +87,10 @@ extern "C" {
 #define WEIR_ADAPTIVE_DEFAULT_WINDOW_US 100000 /* 100 ms, as Envoy's examples */
 /** The longest window, probe interval, RTT and AIMD timeout: one hour. */
 #define WEIR_ADAPTIVE_MAX_US ((int64_t)3600 * 1000000)
-#define WEIR_ADAPTIVE_DEFAULT_PROBE_INTERVAL_US ((int64_t)60 * 1000000) /* Envoy */
+#define WEIR_ADAPTIVE_DEFAULT_PROBE_INTERVAL_US ((int64_t)60 * 1000000) /* Envoy's example */
 #define WEIR_ADAPTIVE_DEFAULT_PROBE_SAMPLES 50u                         /* Envoy's request_count */
 #define WEIR_ADAPTIVE_MAX_PROBE_SAMPLES 100000u
+#define WEIR_ADAPTIVE_DEFAULT_PROBE_JITTER_PCT 15 /* Envoy's jitter */
 #define WEIR_ADAPTIVE_DEFAULT_HISTORY 64u
 #define WEIR_ADAPTIVE_MAX_HISTORY 4096u
 #define WEIR_ADAPTIVE_DEFAULT_AIMD_INCREASE 1u
@@ -154,6 +156,15 @@ typedef struct weir_adaptive_options {
      *  queueSize, at most WEIR_ADAPTIVE_MAX_LIMIT). */
     double gradient_tolerance;
     uint32_t gradient_queue;
+    /** VEGAS, GRADIENT: each probe interval is lengthened by a random part
+     *  of up to probe_jitter_pct percent of it, so that instances started
+     *  together do not probe together (Envoy's jitter): 0 = the default,
+     *  WEIR_ADAPTIVE_DEFAULT_PROBE_JITTER_PCT; negative = none; at most
+     *  100. */
+    int32_t probe_jitter_pct;
+    /** The jitter's seed: the same seed gives the same delays (give each
+     *  instance its own). */
+    uint64_t seed;
 } weir_adaptive_options;
 
 /** Why the limit changed. */

@@ -56,6 +56,7 @@ struct weir_adaptive {
     int64_t probe_min_us;
     double rtt_noload_us;
     double peak_estimate; /* the highest since the last probe ended */
+    uint64_t probes;      /* probes ended, for the jitter */
 
     /* the last closed window, and counters */
     double rtt_short_us;
@@ -134,6 +135,19 @@ static void start_probe(weir_adaptive *a, int64_t now_us)
     publish(a, now_us, a->p.min, WEIR_ADAPTIVE_PROBE_START);
 }
 
+/* The random part of the next probe interval: 0 .. jitter% of it, from
+ * the seed and the number of probes so far (splitmix64). */
+static int64_t jitter(weir_adaptive *a)
+{
+    int64_t span = a->p.probe_interval_us / 100 * a->p.probe_jitter_pct +
+                   a->p.probe_interval_us % 100 * a->p.probe_jitter_pct / 100;
+    uint64_t z = a->p.seed + ++a->probes * 0x9e3779b97f4a7c15u;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    z ^= z >> 31;
+    return span > 0 ? (int64_t)(z % ((uint64_t)span + 1)) : 0;
+}
+
 /* A sample during a probe: one of a request that started with at most
  * min_limit in flight saw no queue of this controller's making. */
 static void probe_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_us, uint32_t inflight)
@@ -152,7 +166,8 @@ static void probe_sample(weir_adaptive *a, int64_t now_us, int64_t rtt_us, uint3
     a->probing = false;
     a->peak_estimate = a->estimate;
     a->win_start_us = now_us;
-    if (__builtin_add_overflow(now_us, a->p.probe_interval_us, &a->next_probe_us))
+    int64_t wait_us = a->p.probe_interval_us + jitter(a);
+    if (__builtin_add_overflow(now_us, wait_us, &a->next_probe_us))
         a->next_probe_us = INT64_MAX;
     publish(a, now_us, rounded(a->estimate), WEIR_ADAPTIVE_PROBE_END);
 }

@@ -22,6 +22,8 @@ typedef struct weir__adaptive_params {
     int64_t window_us;
     int64_t probe_interval_us;
     uint32_t probe_samples;
+    uint32_t probe_jitter_pct; /* 0: none */
+    uint64_t seed;
     uint32_t history;
     uint32_t aimd_increase;
     double aimd_backoff;

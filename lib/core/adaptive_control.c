@@ -56,6 +56,10 @@ weir_status weir__adaptive_resolve(const weir_adaptive_options *o, weir__adaptiv
                                   ? o->gradient_tolerance
                                   : WEIR_ADAPTIVE_DEFAULT_GRADIENT_TOLERANCE,
         .gradient_queue = o->gradient_queue,
+        .probe_jitter_pct = o->probe_jitter_pct < 0    ? 0
+                            : o->probe_jitter_pct == 0 ? WEIR_ADAPTIVE_DEFAULT_PROBE_JITTER_PCT
+                                                       : (uint32_t)o->probe_jitter_pct,
+        .seed = o->seed,
     };
     if (r.min < 1 || r.max > WEIR_ADAPTIVE_MAX_LIMIT || r.min > r.max)
         return WEIR_ERANGE;
@@ -72,7 +76,7 @@ weir_status weir__adaptive_resolve(const weir_adaptive_options *o, weir__adaptiv
         !(r.aimd_backoff > 0.0 && r.aimd_backoff < 1.0) || !us_ok(r.aimd_timeout_us) ||
         !(r.vegas_alpha > 0.0) || !in(r.vegas_beta, r.vegas_alpha, VEGAS_MAX_FACTOR) ||
         !in(r.gradient_tolerance, 1.0, WEIR_ADAPTIVE_MAX_GRADIENT_TOLERANCE) ||
-        r.gradient_queue > WEIR_ADAPTIVE_MAX_LIMIT)
+        r.gradient_queue > WEIR_ADAPTIVE_MAX_LIMIT || r.probe_jitter_pct > 100)
         return WEIR_ERANGE;
     *p = r;
     return WEIR_OK;

@@ -127,6 +127,12 @@ static void options_checked(void **unused)
     assert_int_equal(try_new(b), WEIR_ERANGE);
     b = o, b.gradient_queue = WEIR_ADAPTIVE_MAX_LIMIT + 1;
     assert_int_equal(try_new(b), WEIR_ERANGE);
+    b = o, b.probe_jitter_pct = 100;
+    assert_int_equal(try_new(b), WEIR_OK);
+    b = o, b.probe_jitter_pct = 101;
+    assert_int_equal(try_new(b), WEIR_ERANGE);
+    b = o, b.probe_jitter_pct = INT32_MIN;
+    assert_int_equal(try_new(b), WEIR_OK);
 
     /* the defaults; an initial limit of 0 is the default clamped */
     a = make(&o);
@@ -270,6 +276,7 @@ static void probes(void **unused)
                                .min_limit = 4,
                                .probe_interval_us = 10 * S,
                                .probe_samples = 5,
+                               .probe_jitter_pct = -1,
                                .window_samples = 1,
                                .window_us = 1};
     weir_adaptive *a = make(&o);
@@ -367,7 +374,8 @@ static void early_probes(void **unused)
                                .window_samples = 1,
                                .window_us = 1,
                                .smoothing = 1.0,
-                               .gradient_queue = 1};
+                               .gradient_queue = 1,
+                               .probe_jitter_pct = -1};
     weir_adaptive *a = make(&o);
     weir_adaptive_stats st;
     weir_adaptive_sample(a, 0, 1000, 1, false);  /* the first probe: 1 ms */
@@ -399,6 +407,39 @@ static void early_probes(void **unused)
     weir_adaptive_stats_get(a, &st);
     assert_int_equal(st.rtt_noload_us, 1400);
     weir_adaptive_free(a);
+}
+
+/* The next probe, from a probe's end: the interval plus up to jitter% of
+ * it, the same for the same seed, spread over the range across seeds. */
+static int64_t next_probe_after_first(int32_t jitter_pct, uint64_t seed)
+{
+    weir_adaptive_options o = {
+        sizeof(o),          .kind = WEIR_ADAPTIVE_VEGAS,    .probe_interval_us = 10 * S,
+        .probe_samples = 1, .probe_jitter_pct = jitter_pct, .seed = seed};
+    weir_adaptive *a = make(&o);
+    weir_adaptive_sample(a, 1000, 500, 1, false);
+    weir_adaptive_stats st;
+    weir_adaptive_stats_get(a, &st);
+    weir_adaptive_free(a);
+    return st.next_probe_us - 1000;
+}
+
+static void probe_jitter(void **unused)
+{
+    (void)unused;
+    assert_int_equal(next_probe_after_first(-1, 1), 10 * S);
+    int64_t lo = INT64_MAX, hi = 0;
+    for (uint64_t seed = 0; seed < 200; seed++) {
+        int64_t w = next_probe_after_first(0, seed); /* the default 15% */
+        assert_in_range(w, 10 * S, 10 * S + 15 * S / 10);
+        assert_int_equal(w, next_probe_after_first(0, seed));
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
+    }
+    /* 200 draws over 1.5 s: the ends are near */
+    assert_true(lo < 10 * S + S / 10);
+    assert_true(hi > 10 * S + 14 * S / 10);
+    assert_in_range(next_probe_after_first(100, 3), 10 * S, 20 * S);
 }
 
 static void history_ring(void **unused)
@@ -645,6 +686,7 @@ int main(void)
         cmocka_unit_test(probes),
         cmocka_unit_test(gradient_by_hand),
         cmocka_unit_test(early_probes),
+        cmocka_unit_test(probe_jitter),
         cmocka_unit_test(history_ring),
         cmocka_unit_test(aimd_slower_service),
         cmocka_unit_test(vegas_slower_service),

@@ -16,8 +16,8 @@
  *   VEGAS     estimates the queue as limit x (1 - rtt_noload / rtt): at
  *             most log10(limit) queued adds beta; below alpha adds
  *             log10(limit); above beta subtracts log10(limit); a drop
- *             subtracts log10(limit) (every step at least 1). alpha and beta are
- *             `vegas_alpha` / `vegas_beta` x log10(limit).
+ *             subtracts log10(limit) (every step at least 1). alpha and
+ *             beta are `vegas_alpha` / `vegas_beta` x log10(limit).
  *   GRADIENT  gradient = clamp(tolerance x rtt_noload / rtt, 0.5, 2.0);
  *             the limit moves towards limit x gradient + headroom, the
  *             headroom being `gradient_queue` or, when that is 0,
@@ -35,15 +35,15 @@
  * backend got faster), or over 3/2 of it with the limit fallen to half
  * its highest since the last probe ended, or to min_limit (it may have got
  * slower: only a probe tells that from a queue). A window whose largest
- * in-flight count
- * is under half the limit never raises it (the demand, not the backend,
- * held it back). Every new limit is smoothed,
+ * in-flight count is under half the limit never raises it (the demand,
+ * not the backend, held it back). Every new limit is smoothed,
  * limit = (1 - smoothing) x limit + smoothing x new, and clamped to
  * [min_limit, max_limit]; the published limit is that rounded to the
  * nearest integer.
  *
  * Determinism: the same options and samples, in the same order, give the
- * same limits. The controllers compute in IEEE-754 double precision (no
+ * same limits (from many threads, the order is the one their calls take
+ * the lock in). The controllers compute in IEEE-754 double precision (no
  * floating point reaches an admission decision: the limit published is an
  * integer), so results are identical on every platform that rounds doubles
  * the standard way (not under -ffast-math).

@@ -5,6 +5,7 @@
 #define WEIR_TOOLS_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "weir/weir.h"
 
@@ -16,6 +17,20 @@ typedef struct weir_cli_command {
 
 /* `weir sim`: argv[0] is "sim". Returns the process exit code. */
 int weir_cli_sim(int argc, char **argv);
+
+/* "weir sim: " and the message on stderr, with a pointer to --help;
+ * returns 2 (bad arguments). */
+int weir_cli_sim_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* `weir sim --adaptive` (sim_adaptive_cli.c): argv as weir_cli_sim's. */
+int weir_cli_sim_adaptive(int argc, char **argv);
+
+/* Write an SVG that @draw makes of @plot to @path ("-": stdout). A file is
+ * written under a temporary name beside it and renamed over it, so a
+ * failure leaves no partial file. Returns 0, or 1 after a message on
+ * stderr ("weir sim: ..."). */
+int weir_cli_write_svg(const char *path, weir_status (*draw)(FILE *f, const void *plot),
+                       const void *plot);
 
 /* `weir config check|print PATH`: argv[0] is "config". */
 int weir_cli_config(int argc, char **argv);

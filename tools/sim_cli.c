@@ -145,13 +145,13 @@ static const char help_text[] =
     "  weir sim steady --rate 12 --keys 50\n"
     "  weir sim --trace requests.csv --limit 5 --window 1s\n"
     "  weir sim boundary --svg boundary.svg        the exploit as a plot\n"
+    "  weir sim --adaptive                         the adaptive concurrency\n"
+    "                                              controllers (--adaptive --help)\n"
     "\n"
     "exit status: 0 done, 1 a bad trace file, an SVG file it cannot write or a\n"
     "failure, 2 bad arguments.\n";
 
-static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage_error(const char *fmt, ...)
+int weir_cli_sim_usage(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -168,8 +168,8 @@ static int int_option(const char *const *val, opt_id id, uint64_t min, uint64_t 
     if (!val[id])
         return 0;
     if (!weir_cli_parse_u64(val[id], max, out) || *out < min)
-        return usage_error("--%s wants an integer %llu .. %llu, not '%s'", options[id].name,
-                           (unsigned long long)min, (unsigned long long)max, val[id]);
+        return weir_cli_sim_usage("--%s wants an integer %llu .. %llu, not '%s'", options[id].name,
+                                  (unsigned long long)min, (unsigned long long)max, val[id]);
     return 0;
 }
 
@@ -180,13 +180,14 @@ static int duration_option(const char *const *val, opt_id id, int64_t min, int64
     int64_t v = 0;
     weir_status st = weir_duration_parse(val[id], &v);
     if (st == WEIR_ERANGE)
-        return usage_error("--%s %s is longer than the cap of 100 years", options[id].name,
-                           val[id]);
+        return weir_cli_sim_usage("--%s %s is longer than the cap of 100 years", options[id].name,
+                                  val[id]);
     if (st != WEIR_OK)
-        return usage_error("--%s wants a duration such as " WEIR_DURATION_EXAMPLES ", not '%s'",
-                           options[id].name, val[id]);
+        return weir_cli_sim_usage("--%s wants a duration such as " WEIR_DURATION_EXAMPLES
+                                  ", not '%s'",
+                                  options[id].name, val[id]);
     if (v < min)
-        return usage_error("--%s must be at least 1us, not '%s'", options[id].name, val[id]);
+        return weir_cli_sim_usage("--%s must be at least 1us, not '%s'", options[id].name, val[id]);
     *out = v;
     return 0;
 }
@@ -216,9 +217,9 @@ static int rate_option(const char *const *val, uint64_t *milli)
     }
     uint64_t v = w * MILLI + f;
     if (!ok || v == 0 || v > MAX_RATE_MILLI)
-        return usage_error("--rate wants requests per second, 0.001 .. 1000000 with at most "
-                           "three decimals, not '%s'",
-                           s);
+        return weir_cli_sim_usage("--rate wants requests per second, 0.001 .. 1000000 with at most "
+                                  "three decimals, not '%s'",
+                                  s);
     *milli = v;
     return 0;
 }
@@ -244,7 +245,8 @@ static int parse_args(int argc, char **argv, sim_args *a)
         }
         if (arg[0] != '-' || arg[1] == '\0') {
             if (pattern_name)
-                return usage_error("one pattern at a time, not '%s' and '%s'", pattern_name, arg);
+                return weir_cli_sim_usage("one pattern at a time, not '%s' and '%s'", pattern_name,
+                                          arg);
             pattern_name = arg;
             continue;
         }
@@ -257,12 +259,12 @@ static int parse_args(int argc, char **argv, sim_args *a)
                 strncmp(options[j].name, name, n) == 0)
                 id = j;
         if (id < 0)
-            return usage_error("unknown option '%s'", arg);
+            return weir_cli_sim_usage("unknown option '%s'", arg);
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[++i] : NULL);
         if (!v)
-            return usage_error("--%s needs a value", options[id].name);
+            return weir_cli_sim_usage("--%s needs a value", options[id].name);
         if (val[id])
-            return usage_error("--%s given twice", options[id].name);
+            return weir_cli_sim_usage("--%s given twice", options[id].name);
         val[id] = v;
     }
 
@@ -270,17 +272,17 @@ static int parse_args(int argc, char **argv, sim_args *a)
     weir_pattern_kind kind = WEIR_PATTERN_BURSTY;
     if (val[O_TRACE]) {
         if (pattern_name)
-            return usage_error("give a pattern or --trace, not both");
+            return weir_cli_sim_usage("give a pattern or --trace, not both");
     } else {
         if (pattern_name && weir_pattern_parse(pattern_name, &kind) != WEIR_OK)
-            return usage_error("unknown pattern '%s': steady, bursty, boundary or random",
-                               pattern_name);
+            return weir_cli_sim_usage("unknown pattern '%s': steady, bursty, boundary or random",
+                                      pattern_name);
         mask = 1u << kind;
     }
     for (int j = 0; j < O_COUNT; j++)
         if (val[j] && !(options[j].applies & mask))
-            return usage_error("--%s does not apply to %s", options[j].name,
-                               val[O_TRACE] ? "--trace" : weir_pattern_name(kind));
+            return weir_cli_sim_usage("--%s does not apply to %s", options[j].name,
+                                      val[O_TRACE] ? "--trace" : weir_pattern_name(kind));
 
     memset(a, 0, sizeof(*a));
     weir_sim_config *c = &a->cfg;
@@ -297,7 +299,7 @@ static int parse_args(int argc, char **argv, sim_args *a)
     a->trace_path = val[O_TRACE];
     a->svg_path = val[O_SVG];
     if (a->svg_path && !a->svg_path[0])
-        return usage_error("--svg wants a file name, or - for stdout");
+        return weir_cli_sim_usage("--svg wants a file name, or - for stdout");
 
     weir_pattern *p = &a->pattern;
     p->kind = kind;
@@ -508,14 +510,12 @@ static int by_time(const void *x, const void *y)
     return (a->t_us > b->t_us) - (a->t_us < b->t_us);
 }
 
-/* Write @plot to @path ("-": stdout). A file is written under a temporary
- * name beside it and renamed over it, so a failure leaves no partial file.
- * Returns 0, or 1 after the message. */
-static int write_svg(const char *path, const weir_sim_svg_plot *plot)
+int weir_cli_write_svg(const char *path, weir_status (*draw)(FILE *f, const void *plot),
+                       const void *plot)
 {
     weir_status st;
     if (strcmp(path, "-") == 0) {
-        st = weir_sim_svg_write(stdout, plot);
+        st = draw(stdout, plot);
         if (st == WEIR_OK && fflush(stdout) == 0 && !ferror(stdout))
             return 0;
         fprintf(stderr, "weir sim: cannot write the SVG to stdout: %s\n",
@@ -547,7 +547,7 @@ static int write_svg(const char *path, const weir_sim_svg_plot *plot)
         free(tmp);
         return 1;
     }
-    st = weir_sim_svg_write(f, plot);
+    st = draw(f, plot);
     bool ok = st == WEIR_OK && !ferror(f);
     err = ok ? 0 : EIO;
     if (fclose(f) != 0 && ok)
@@ -561,6 +561,11 @@ static int write_svg(const char *path, const weir_sim_svg_plot *plot)
     }
     free(tmp);
     return ok ? 0 : 1;
+}
+
+static weir_status draw_plot(FILE *f, const void *plot)
+{
+    return weir_sim_svg_write(f, plot);
 }
 
 /* Draw the run from the decisions on one key: per algorithm, when its
@@ -637,7 +642,7 @@ static int plot_run(const sim_args *a, const weir_sim_report *rep, const weir_tr
         .series = series,
         .n_series = WEIR_ALGORITHM_COUNT,
     };
-    int rc = write_svg(a->svg_path, &plot);
+    int rc = weir_cli_write_svg(a->svg_path, draw_plot, &plot);
     free(adm);
     free(den);
     return rc;
@@ -653,16 +658,16 @@ static int load_traffic(const sim_args *a, weir_trace *t)
     if (!a->trace_path) {
         uint64_t n = 0;
         if (weir_pattern_count(&a->pattern, &n) != WEIR_OK)
-            return usage_error("these %s parameters are out of range (a burst may last no "
-                               "longer than 100 years)",
-                               weir_pattern_name(a->pattern.kind));
+            return weir_cli_sim_usage("these %s parameters are out of range (a burst may last no "
+                                      "longer than 100 years)",
+                                      weir_pattern_name(a->pattern.kind));
         if (n == 0)
-            return usage_error("the traffic has no requests: boundary attacks every other "
-                               "window boundary, so --duration must be over one window");
+            return weir_cli_sim_usage("the traffic has no requests: boundary attacks every other "
+                                      "window boundary, so --duration must be over one window");
         if (n > WEIR_SIM_MAX_REQUESTS)
-            return usage_error("the traffic is %llu requests, over the cap of %u: lower "
-                               "--rate, --burst, --duration or --keys",
-                               (unsigned long long)n, WEIR_SIM_MAX_REQUESTS);
+            return weir_cli_sim_usage("the traffic is %llu requests, over the cap of %u: lower "
+                                      "--rate, --burst, --duration or --keys",
+                                      (unsigned long long)n, WEIR_SIM_MAX_REQUESTS);
         if (weir_pattern_generate(&a->pattern, t) != WEIR_OK) {
             fprintf(stderr, "weir sim: out of memory\n");
             return 1;
@@ -689,6 +694,9 @@ static int load_traffic(const sim_args *a, weir_trace *t)
 
 int weir_cli_sim(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--adaptive") == 0)
+            return weir_cli_sim_adaptive(argc, argv);
     sim_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0)
@@ -696,10 +704,11 @@ int weir_cli_sim(int argc, char **argv)
     const weir_sim_config *cfg = &a.cfg;
     uint64_t per_key = weir_sim_state_bytes(cfg);
     if (!a.trace_path && (u128)per_key * a.pattern.keys > WEIR_SIM_MAX_STATE_BYTES)
-        return usage_error("%u keys x %llu bytes of state is over the cap of %llu MiB: lower "
-                           "--keys or --limit",
-                           a.pattern.keys, (unsigned long long)per_key,
-                           (unsigned long long)(WEIR_SIM_MAX_STATE_BYTES >> 20));
+        return weir_cli_sim_usage(
+            "%u keys x %llu bytes of state is over the cap of %llu MiB: lower "
+            "--keys or --limit",
+            a.pattern.keys, (unsigned long long)per_key,
+            (unsigned long long)(WEIR_SIM_MAX_STATE_BYTES >> 20));
 
     weir_trace t;
     weir_trace_init(&t);
@@ -719,10 +728,10 @@ int weir_cli_sim(int argc, char **argv)
         uint32_t n_keys = t.n_keys;
         weir_trace_free(&t);
         if (rep.refused)
-            return usage_error("%s refuses a limit of %llu per %s%s: %s",
-                               weir_algorithm_name(rep.refused), (unsigned long long)cfg->limit, w,
-                               cfg->bucket_burst ? " with this --bucket-burst" : "",
-                               weir_strerror(st));
+            return weir_cli_sim_usage(
+                "%s refuses a limit of %llu per %s%s: %s", weir_algorithm_name(rep.refused),
+                (unsigned long long)cfg->limit, w,
+                cfg->bucket_burst ? " with this --bucket-burst" : "", weir_strerror(st));
         if (st == WEIR_ETOOBIG)
             fprintf(stderr,
                     "weir sim: %s: %u keys x %llu bytes of state is over the cap of %llu MiB: "

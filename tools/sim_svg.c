@@ -12,6 +12,7 @@
  */
 #include "sim_svg.h"
 #include "sim.h"
+#include "svg.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -46,8 +47,8 @@ enum {
 
 #define LIMIT_COLOR "#e08000"
 #define DENIED_COLOR "#d62728"
-#define REPLACEMENT "&#xFFFD;"
 
+/* the same palette as the other plots (adaptive_svg.c) */
 static const char *const colors[] = {"#1f77b4", "#2ca02c", "#9467bd", "#8c564b",
                                      "#e377c2", "#1a9aa8", "#7f7f7f", "#8a8a14"};
 #define N_COLORS (sizeof(colors) / sizeof(colors[0]))
@@ -58,99 +59,6 @@ static int64_t sat_add(int64_t a, int64_t b)
     if (__builtin_add_overflow(a, b, &r))
         return b > 0 ? INT64_MAX : INT64_MIN;
     return r;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Text                                                                     */
-
-/* The length of the UTF-8 sequence at @u if it is valid and an XML 1.0
- * character (not a surrogate, U+FFFE or U+FFFF), else 0. */
-static size_t utf8_char(const unsigned char *u, size_t avail)
-{
-    unsigned c = u[0];
-    size_t n;
-    uint32_t cp, min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2, cp = c & 0x1f, min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3, cp = c & 0x0f, min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (avail < n)
-        return 0;
-    for (size_t i = 1; i < n; i++) {
-        if ((u[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (u[i] & 0x3fu);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-        return 0;
-    return n;
-}
-
-/* @len bytes of @s as XML text, fit for an element and for an attribute in
- * double quotes: the markup characters as entities, and a control
- * character or a byte that is not valid UTF-8 as U+FFFD, so that any name
- * (a trace file's, a key's) leaves the document well-formed. */
-static void put_text_n(FILE *f, const char *s, size_t len)
-{
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned c = u[i];
-        size_t n = 1;
-        if (c == '<')
-            fputs("&lt;", f);
-        else if (c == '>')
-            fputs("&gt;", f);
-        else if (c == '&')
-            fputs("&amp;", f);
-        else if (c == '"')
-            fputs("&quot;", f);
-        else if (c == '\'')
-            fputs("&#39;", f);
-        else if (c < 0x20 || c == 0x7f)
-            fputs(REPLACEMENT, f);
-        else if (c < 0x80)
-            fputc((int)c, f);
-        else if ((n = utf8_char(u + i, len - i)) > 0)
-            fwrite(u + i, 1, n, f);
-        else
-            fputs(REPLACEMENT, f);
-        i += n ? n : 1;
-    }
-}
-
-static void put_text(FILE *f, const char *s)
-{
-    if (s)
-        put_text_n(f, s, strlen(s));
-}
-
-/* "12,345" */
-static void format_count(uint64_t v, char *buf, size_t len)
-{
-    char digits[24];
-    int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
-    size_t o = 0;
-    for (int i = 0; i < n && o + 2 < len; i++) {
-        if (i > 0 && (n - i) % 3 == 0)
-            buf[o++] = ',';
-        buf[o++] = digits[i];
-    }
-    buf[o] = '\0';
-}
-
-/* Tenths of a pixel as "123.4". */
-static const char *px(char buf[24], int64_t tenths)
-{
-    snprintf(buf, 24, "%s%lld.%lld", tenths < 0 ? "-" : "",
-             (long long)(tenths < 0 ? -tenths : tenths) / 10,
-             (long long)(tenths < 0 ? -tenths : tenths) % 10);
-    return buf;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -228,15 +136,6 @@ static int64_t y10(const geom *g, int panel_top, uint64_t v)
     return (int64_t)(panel_top + PANEL_H) * 10 - (int64_t)h;
 }
 
-/* 1, 2, 5, 10, 20, 50, ... after @m */
-static uint64_t next_nice(uint64_t m)
-{
-    uint64_t d = m;
-    while (d >= 10)
-        d /= 10;
-    return d == 2 ? m / 2 * 5 : m * 2;
-}
-
 /* Grid lines at multiples of the limit (times 1, 2, 5, 10, ...), the top a
  * tenth or more above the highest value, so a line at the limit or at a
  * peak is never on the frame. */
@@ -246,82 +145,18 @@ static void y_scale(uint64_t limit, uint64_t peak, geom *g)
     top += (top + 9) / 10;
     uint64_t m = 1;
     while ((top + limit * m - 1) / (limit * m) > MAX_Y_TICKS)
-        m = next_nice(m);
+        m = weir_svg_next_nice(m);
     g->ystep = limit * m;
     g->ymax = (top + g->ystep - 1) / g->ystep * g->ystep;
-}
-
-static const struct {
-    const char *name;
-    int64_t us;
-} x_units[] = {
-    {"d", 86400000000}, {"h", 3600000000}, {"m", 60000000}, {"s", 1000000}, {"ms", 1000}, {"us", 1},
-};
-
-/* The largest unit the axis spans twice, ticks 1, 2, 5, ... of it apart. */
-static void x_scale(geom *g)
-{
-    int64_t span = g->t1 - g->t0;
-    size_t u = 0;
-    while (u + 1 < sizeof(x_units) / sizeof(x_units[0]) && span / 2 < x_units[u].us)
-        u++;
-    g->x_unit = x_units[u].us;
-    g->x_unit_name = x_units[u].name;
-    uint64_t m = 1;
-    while ((u128)span / ((u128)m * (uint64_t)g->x_unit) > MAX_X_TICKS)
-        m = next_nice(m);
-    g->x_step = (int64_t)m * g->x_unit;
-}
-
-/* ------------------------------------------------------------------------ */
-/* A polyline without redundant points                                      */
-
-typedef struct line_out {
-    FILE *f;
-    size_t written;
-    bool pending; /* a point not written yet: the next may make it redundant */
-    int64_t x, y;
-    int64_t wx, wy; /* the last point written */
-} line_out;
-
-static void line_flush(line_out *o)
-{
-    if (!o->pending)
-        return;
-    char bx[24], by[24];
-    fprintf(o->f, "%s%s,%s", o->written ? " " : "", px(bx, o->x), px(by, o->y));
-    o->written++;
-    o->wx = o->x;
-    o->wy = o->y;
-    o->pending = false;
-}
-
-static void line_point(line_out *o, int64_t x, int64_t y)
-{
-    if (o->pending && o->written) {
-        bool same = o->x == x && o->y == y;
-        bool flat = o->wy == o->y && o->y == y;
-        bool upright = o->wx == o->x && o->x == x &&
-                       ((o->wy <= o->y && o->y <= y) || (o->wy >= o->y && o->y >= y));
-        if (same || flat || upright) {
-            o->x = x;
-            o->y = y;
-            return;
-        }
-    }
-    line_flush(o);
-    o->pending = true;
-    o->x = x;
-    o->y = y;
 }
 
 /* The steps as a line, exact to a pixel column: a column where the count
  * changes more than once is drawn from its least to its most. */
 static void draw_steps(FILE *f, const geom *g, int panel_top, const weir_sim_svg_step *st, size_t n)
 {
-    line_out o = {.f = f};
+    weir_svg_line o = {.f = f};
     uint64_t cur = 0;
-    line_point(&o, x10(g, g->t0), y10(g, panel_top, 0));
+    weir_svg_line_point(&o, x10(g, g->t0), y10(g, panel_top, 0));
     for (size_t i = 0; i < n;) {
         int64_t x = x10(g, st[i].t_us);
         uint64_t lo = cur, hi = cur, last = cur;
@@ -331,17 +166,17 @@ static void draw_steps(FILE *f, const geom *g, int panel_top, const weir_sim_svg
             lo = last < lo ? last : lo;
             hi = last > hi ? last : hi;
         }
-        line_point(&o, x, y10(g, panel_top, cur));
+        weir_svg_line_point(&o, x, y10(g, panel_top, cur));
         if (j - i > 1) {
-            line_point(&o, x, y10(g, panel_top, hi));
-            line_point(&o, x, y10(g, panel_top, lo));
+            weir_svg_line_point(&o, x, y10(g, panel_top, hi));
+            weir_svg_line_point(&o, x, y10(g, panel_top, lo));
         }
-        line_point(&o, x, y10(g, panel_top, last));
+        weir_svg_line_point(&o, x, y10(g, panel_top, last));
         cur = last;
         i = j;
     }
-    line_point(&o, x10(g, g->t1), y10(g, panel_top, cur));
-    line_flush(&o);
+    weir_svg_line_point(&o, x10(g, g->t1), y10(g, panel_top, cur));
+    weir_svg_line_flush(&o);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -358,7 +193,7 @@ static void put_legend(FILE *f, const weir_sim_svg_plot *p, const geom *g)
 {
     char w[32], lim[32], text[128];
     weir_sim_format_duration(p->window_us, w, sizeof(w));
-    format_count(p->limit, lim, sizeof(lim));
+    weir_svg_count(p->limit, lim, sizeof(lim));
     int y = 56 + LINE_H * (g->subtitles > 1 ? g->subtitles - 1 : 0);
     int x = LEFT;
 
@@ -394,7 +229,7 @@ static void put_head(FILE *f, const weir_sim_svg_plot *p, const geom *g, int hei
             SVG_W, height, SVG_W, height, (unsigned long long)p->limit, (long long)p->window_us,
             (long long)g->t0, (long long)g->t1);
     fputs("<title>", f);
-    put_text(f, p->title);
+    weir_svg_text(f, p->title);
     fputs("</title>\n", f);
     fputs("<desc>One panel per algorithm, all on the same requests. The line: how many it "
           "admitted in the window of the limit's length ending at each moment (a sliding "
@@ -404,19 +239,7 @@ static void put_head(FILE *f, const weir_sim_svg_plot *p, const geom *g, int hei
           "window ending then (0 before the first); they are left out past 10000 "
           "steps.</desc>\n",
           f);
-    fputs("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n", f);
-    fprintf(f, "<text x=\"%d\" y=\"18\" font-size=\"13\" font-weight=\"bold\">", LEFT);
-    put_text(f, p->title);
-    fputs("</text>\n", f);
-    const char *s = p->subtitle;
-    for (int i = 0; s && *s; i++) {
-        const char *nl = strchr(s, '\n');
-        size_t len = nl ? (size_t)(nl - s) : strlen(s);
-        fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"#444\">", LEFT, 36 + LINE_H * i);
-        put_text_n(f, s, len);
-        fputs("</text>\n", f);
-        s = nl ? nl + 1 : NULL;
-    }
+    weir_svg_heading(f, LEFT, LINE_H, p->title, p->subtitle);
     put_legend(f, p, g);
 }
 
@@ -428,7 +251,7 @@ static void put_panel(FILE *f, const weir_sim_svg_plot *p, const geom *g, size_t
     char a[32], b[32], c[32];
 
     fputs("<g data-algorithm=\"", f);
-    put_text(f, se->name);
+    weir_svg_text(f, se->name);
     fprintf(f, "\" data-admitted=\"%llu\" data-denied=\"%llu\" data-peak=\"%llu\">\n",
             (unsigned long long)pa->admitted, (unsigned long long)se->n_denied,
             (unsigned long long)pa->peak);
@@ -437,23 +260,23 @@ static void put_panel(FILE *f, const weir_sim_svg_plot *p, const geom *g, size_t
             LEFT, y0, PLOT_W, PANEL_H);
     for (uint64_t v = 0; v <= g->ymax; v += g->ystep) {
         int64_t y = y10(g, y0, v);
-        format_count(v, a, sizeof(a));
+        weir_svg_count(v, a, sizeof(a));
         fprintf(f, "<line x1=\"%d\" y1=\"%s\" x2=\"%d\" y2=\"%s\" stroke=\"#eee\"/>\n", LEFT + 1,
-                px(b, y), LEFT + PLOT_W - 1, px(c, y));
+                weir_svg_px(b, y), LEFT + PLOT_W - 1, weir_svg_px(c, y));
         fprintf(f, "<text x=\"%d\" y=\"%s\" text-anchor=\"end\">%s</text>\n", LEFT - 5,
-                px(b, y + 40), a);
+                weir_svg_px(b, y + 40), a);
     }
     if ((g->t1 - g->t0) / p->window_us <= MAX_BOUNDARIES)
         for (int64_t t = g->t0 + p->window_us; t < g->t1; t += p->window_us)
             fprintf(f,
                     "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#ccc\" "
                     "stroke-dasharray=\"1,3\"/>\n",
-                    px(b, x10(g, t)), y0 + 1, px(c, x10(g, t)), y0 + PANEL_H - 1);
+                    weir_svg_px(b, x10(g, t)), y0 + 1, weir_svg_px(c, x10(g, t)), y0 + PANEL_H - 1);
     int64_t ly = y10(g, y0, p->limit);
     fprintf(f,
             "<line class=\"limit\" x1=\"%d\" y1=\"%s\" x2=\"%d\" y2=\"%s\" stroke=\"" LIMIT_COLOR
             "\" stroke-width=\"1.5\" stroke-dasharray=\"5,3\"/>\n",
-            LEFT, px(b, ly), LEFT + PLOT_W, px(c, ly));
+            LEFT, weir_svg_px(b, ly), LEFT + PLOT_W, weir_svg_px(c, ly));
 
     fprintf(f, "<polyline class=\"admitted\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"",
             color);
@@ -478,7 +301,7 @@ static void put_panel(FILE *f, const weir_sim_svg_plot *p, const geom *g, size_t
             if (x / 10 == last)
                 continue; /* one tick a pixel column */
             last = x / 10;
-            fprintf(f, "M%s,%dv-%d", px(b, x), y0 + PANEL_H, DENIED_TICK);
+            fprintf(f, "M%s,%dv-%d", weir_svg_px(b, x), y0 + PANEL_H, DENIED_TICK);
         }
         fputs("\"/>\n", f);
     }
@@ -488,15 +311,15 @@ static void put_panel(FILE *f, const weir_sim_svg_plot *p, const geom *g, size_t
      * denied */
     char peak[96], counts[96];
     weir_sim_format_duration(p->window_us, a, sizeof(a));
-    format_count(pa->peak, b, sizeof(b));
+    weir_svg_count(pa->peak, b, sizeof(b));
     int n = snprintf(peak, sizeof(peak), ": at most %s in any %s", b, a);
     if (pa->peak > p->limit) {
         uint64_t hundredths = (pa->peak * 100 + p->limit / 2) / p->limit;
         weir_sim_format_milli(hundredths * 10, "x the limit", b, sizeof(b));
         snprintf(peak + n, sizeof(peak) - (size_t)n, ", %s", b);
     }
-    format_count(pa->admitted, b, sizeof(b));
-    format_count(se->n_denied, c, sizeof(c));
+    weir_svg_count(pa->admitted, b, sizeof(b));
+    weir_svg_count(se->n_denied, c, sizeof(c));
     snprintf(counts, sizeof(counts), "admitted %s, denied %s", b, c);
     size_t note = se->note ? strlen(se->note) : 0;
     size_t left = (strlen(se->name) + strlen(peak)) * BOLD_CHAR_W10;
@@ -505,11 +328,11 @@ static void put_panel(FILE *f, const weir_sim_svg_plot *p, const geom *g, size_t
         note = 0; /* it is in the table too */
 
     fprintf(f, "<text x=\"%d\" y=\"%d\" fill=\"%s\" font-weight=\"bold\">", LEFT, y0 - 5, color);
-    put_text(f, se->name);
+    weir_svg_text(f, se->name);
     fprintf(f, "%s</text>\n", peak);
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\" fill=\"#444\">", LEFT + PLOT_W, y0 - 5);
     if (note) {
-        put_text(f, se->note);
+        weir_svg_text(f, se->note);
         fputs("; ", f);
     }
     fprintf(f, "%s</text>\n", counts);
@@ -525,10 +348,10 @@ static void put_x_axis(FILE *f, const weir_sim_svg_plot *p, const geom *g, int y
     char a[24], b[24], w[32];
     for (int64_t t = 0; t <= g->t1 - g->t0; t += g->x_step) {
         int64_t x = x10(g, g->t0 + t);
-        fprintf(f, "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#999\"/>\n", px(a, x),
-                yb, px(b, x), yb + 4);
-        fprintf(f, "<text x=\"%s\" y=\"%d\" text-anchor=\"middle\">%lld</text>\n", px(a, x),
-                yb + 16, (long long)(t / g->x_unit));
+        fprintf(f, "<line x1=\"%s\" y1=\"%d\" x2=\"%s\" y2=\"%d\" stroke=\"#999\"/>\n",
+                weir_svg_px(a, x), yb, weir_svg_px(b, x), yb + 4);
+        fprintf(f, "<text x=\"%s\" y=\"%d\" text-anchor=\"middle\">%lld</text>\n",
+                weir_svg_px(a, x), yb + 16, (long long)(t / g->x_unit));
     }
     weir_sim_format_duration(p->window_us, w, sizeof(w));
     fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" fill=\"#444\">time (%s)",
@@ -591,7 +414,11 @@ static weir_status measure(const weir_sim_svg_plot *p, panel *pa, geom *g)
     /* a little room on the right, so a last step down is not on the frame */
     g->t1 = sat_add(hi, (hi - g->t0) / 50 > 0 ? (hi - g->t0) / 50 : 1);
     y_scale(p->limit, peak, g);
-    x_scale(g);
+    weir_svg_time_axis ax;
+    weir_svg_time_scale(g->t1 - g->t0, MAX_X_TICKS, &ax);
+    g->x_unit = ax.unit;
+    g->x_unit_name = ax.unit_name;
+    g->x_step = ax.step;
     return WEIR_OK;
 }
 

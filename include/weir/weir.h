@@ -11,12 +11,14 @@
  *   weir/units.h    the grammar of durations and sizes
  *   weir/calendar.h time zones and calendar periods (day, month, year)
  *   weir/topk.h     the heaviest keys of a stream in fixed memory (Space-Saving)
+ *   weir/adaptive.h a concurrency limit found from latency (AIMD, Vegas, gradient)
  *
  * docs/LIBRARY.md walks through a first program.
  */
 #ifndef WEIR_WEIR_H
 #define WEIR_WEIR_H
 
+#include "weir/adaptive.h"
 #include "weir/algo.h"
 #include "weir/calendar.h"
 #include "weir/context.h"

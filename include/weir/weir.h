@@ -11,6 +11,7 @@
  *   weir/units.h    the grammar of durations and sizes
  *   weir/calendar.h time zones and calendar periods (day, month, year)
  *   weir/topk.h     the heaviest keys of a stream in fixed memory (Space-Saving)
+ *   weir/cms.h      a limiter for unbounded key sets: counts in a count-min sketch
  *
  * docs/LIBRARY.md walks through a first program.
  */
@@ -19,6 +20,7 @@
 
 #include "weir/algo.h"
 #include "weir/calendar.h"
+#include "weir/cms.h"
 #include "weir/context.h"
 #include "weir/engine.h"
 #include "weir/export.h"

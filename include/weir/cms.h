@@ -41,10 +41,13 @@
  * to collide.
  *
  * Thread safety: every function may be called from any number of threads
- * at once on the same limiter (but weir_cms_free()). A request takes one
- * of WEIR_CMS_LOCKS spinlocks, chosen by its key's hash, while it reads
- * and raises the key's counters, so that the requests of one key are
- * decided one after the other; counters are atomics shared by all keys.
+ * at once on the same limiter (but weir_cms_free()). A request that may
+ * be admitted takes one of WEIR_CMS_LOCKS spinlocks, chosen by its key's
+ * hash, while it reads and raises the key's counters, so that the
+ * admissions of one key are decided one after the other; counters are
+ * atomics shared by all keys. A denial (and a peek) reads the counters
+ * without the lock and writes nothing: a key flooding past its limit
+ * costs no lock.
  */
 #ifndef WEIR_CMS_H
 #define WEIR_CMS_H
@@ -108,7 +111,7 @@ typedef struct weir_cms_stats {
     uint32_t depth;
     /** Bytes the limiter holds, all of it allocated by weir_cms_new(). */
     size_t bytes;
-    /** The latest window decided in (its index: start = window *
+    /** The latest window a request was counted in (its index: start = window *
      *  window_us), 0 before the first request. */
     int64_t window;
 } weir_cms_stats;

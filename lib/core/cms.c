@@ -5,23 +5,24 @@
  * A counter is one 64-bit atomic: the window it counts (the low 32 bits
  * of the window's index, its "tag") above the count. A request of a key
  * hashes once (XXH3-128, seeded) to one counter a row and to one lock.
- * Under the lock it reads the key's estimate, the smallest count of its
- * counters tagged with the current window (a counter of another window
- * reads 0), and, if it admits the request, raises each counter to at
- * least estimate + hits (the conservative update), tagging it with the
- * window.
+ * It reads the key's estimate, the smallest count of its counters
+ * tagged with the current window (a counter of another window reads 0).
+ * If that denies, it is done: counts only grow within a window, so any
+ * later reading would deny too. Otherwise, under the lock, it reads the
+ * estimate again and, if that admits, raises each counter to at least
+ * estimate + hits (the conservative update), tagging it with the window.
  *
  * Invariant: for a key k, a window w and a row r, if k was admitted hits
  * in w, then k's counter of row r is tagged w and holds at least them,
- * or it is tagged with a later window and no request of k is decided in
+ * or it is tagged with a later window and no request of k is admitted in
  * w any more. Counters only grow within a window and a tag never goes
  * back (a counter is written by compare-and-swap, and only over a count
  * of the same window or of one judged older, see below), so other keys
- * never lower k's counters; the requests of k are decided one at a time
+ * never lower k's counters; the admissions of k are decided one at a time
  * (its lock), each reading an estimate that holds every hit admitted
  * before it and raising every row past it. So no estimate under-counts.
  *
- * The latest window any request was decided in is kept (`latest`); a
+ * The latest window a request was counted in is kept (`latest`); a
  * request is decided in max(its own window, latest), and publishes its
  * window there before it writes a counter. A tag other than the window's
  * is older unless latest has moved past the window: a counter is loaded
@@ -286,15 +287,17 @@ weir_status weir_cms_take(weir_cms *c, const void *key, size_t key_len, int64_t 
         now_us = 0;
     slots s;
     place(c, key, key_len, &s);
-    if (hits == 0 || hits > c->limit) {
-        /* a peek, or a cost no window admits (a ban too): nothing to count */
-        int64_t w = window_of(c, now_us);
-        verdict(c, w, now_us, estimate(c, &s, &w), hits, res);
+    /* Counts only grow within a window, so an estimate read without the
+     * lock that denies is a denial: a key flooding past its limit (a
+     * peek, a cost no window admits, a ban) takes no lock and writes
+     * nothing. */
+    int64_t w = window_of(c, now_us);
+    verdict(c, w, now_us, estimate(c, &s, &w), hits, res);
+    if (hits == 0 || !res->allowed)
         return WEIR_OK;
-    }
     weir__spinlock *lock = &c->locks[s.lock].lock;
     weir__spin_lock(lock);
-    int64_t w = window_of(c, now_us);
+    w = window_of(c, now_us);
     publish(c, w);
     uint64_t est = estimate(c, &s, &w);
     verdict(c, w, now_us, est, hits, res);

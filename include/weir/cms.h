@@ -167,6 +167,16 @@ WEIR_API weir_status weir_cms_take(weir_cms *c, const void *key, size_t key_len,
                                    uint64_t hits, weir_result *res);
 
 /**
+ * weir_cms_check() - the verdict weir_cms_take() would give @key for
+ * @hits now, counting nothing: to check several limits before charging
+ * any (a request is charged only if all admit). Another thread may count
+ * in between, so the take that follows can still deny. Arguments,
+ * returns and result as weir_cms_take() (with @hits 0 too). Thread-safe.
+ */
+WEIR_API weir_status weir_cms_check(const weir_cms *c, const void *key, size_t key_len,
+                                    int64_t now_us, uint64_t hits, weir_result *res);
+
+/**
  * weir_cms_estimate() - the hits the sketch holds for @key in the window
  * of @now_us (or the latest window decided in, if later), without
  * counting: never less than the hits admitted for it in that window.

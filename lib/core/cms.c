@@ -277,6 +277,27 @@ static weir_status check_key(const void *c, const void *key, size_t len, const v
     return len > WEIR_CMS_MAX_KEY_BYTES ? WEIR_ERANGE : WEIR_OK;
 }
 
+/* The verdict on the counters as they are, without the lock. */
+static void judge(const weir_cms *c, const slots *s, int64_t now_us, uint64_t hits,
+                  weir_result *res)
+{
+    int64_t w = window_of(c, now_us);
+    uint64_t est = estimate(c, s, &w);
+    verdict(c, w, now_us, est, hits, res);
+}
+
+weir_status weir_cms_check(const weir_cms *c, const void *key, size_t key_len, int64_t now_us,
+                           uint64_t hits, weir_result *res)
+{
+    weir_status st = check_key(c, key, key_len, res);
+    if (st != WEIR_OK)
+        return st;
+    slots s;
+    place(c, key, key_len, &s);
+    judge(c, &s, now_us < 0 ? 0 : now_us, hits, res);
+    return WEIR_OK;
+}
+
 weir_status weir_cms_take(weir_cms *c, const void *key, size_t key_len, int64_t now_us,
                           uint64_t hits, weir_result *res)
 {
@@ -291,13 +312,12 @@ weir_status weir_cms_take(weir_cms *c, const void *key, size_t key_len, int64_t 
      * lock that denies is a denial: a key flooding past its limit (a
      * peek, a cost no window admits, a ban) takes no lock and writes
      * nothing. */
-    int64_t w = window_of(c, now_us);
-    verdict(c, w, now_us, estimate(c, &s, &w), hits, res);
+    judge(c, &s, now_us, hits, res);
     if (hits == 0 || !res->allowed)
         return WEIR_OK;
     weir__spinlock *lock = &c->locks[s.lock].lock;
     weir__spin_lock(lock);
-    w = window_of(c, now_us);
+    int64_t w = window_of(c, now_us);
     publish(c, w);
     uint64_t est = estimate(c, &s, &w);
     verdict(c, w, now_us, est, hits, res);

@@ -281,6 +281,20 @@ static void peeks(void **unused)
     assert_int_equal(r.retry_after_us, SECOND - 200);
     assert_int_equal(r.reset_after_us, SECOND - 200);
     assert_int_equal(estimate(c, "k", 1, 200), 2);
+    /* a check of a cost: the take's verdict, nothing counted */
+    for (uint64_t h = 0; h <= 6; h++) {
+        weir_cms *d = limiter(5, SECOND, 256, 3);
+        assert_true(take(d, "j", 10, 2).allowed);
+        weir_result chk, tk;
+        assert_int_equal(weir_cms_check(d, "j", 1, 20, h, &chk), WEIR_OK);
+        assert_int_equal(estimate(d, "j", 1, 20), 2);
+        assert_int_equal(weir_cms_take(d, "j", 1, 20, h, &tk), WEIR_OK);
+        assert_int_equal(chk.allowed, h <= 3);
+        assert_memory_equal(&chk, &tk, sizeof(chk));
+        assert_int_equal(weir_cms_check(NULL, "j", 1, 0, 1, &r), WEIR_EINVAL);
+        assert_int_equal(weir_cms_check(d, "j", 1, 0, 1, NULL), WEIR_EINVAL);
+        weir_cms_free(d);
+    }
     /* a peek never opens a window: the latest stays where requests left it */
     r = take(c, "k", 5 * SECOND, 0);
     assert_true(r.allowed);

@@ -12,6 +12,7 @@
  *   weir/calendar.h time zones and calendar periods (day, month, year)
  *   weir/topk.h     the heaviest keys of a stream in fixed memory (Space-Saving)
  *   weir/adaptive.h a concurrency limit found from latency (AIMD, Vegas, gradient)
+ *   weir/cms.h      a limiter for unbounded key sets: counts in a count-min sketch
  *
  * docs/LIBRARY.md walks through a first program.
  */
@@ -21,6 +22,7 @@
 #include "weir/adaptive.h"
 #include "weir/algo.h"
 #include "weir/calendar.h"
+#include "weir/cms.h"
 #include "weir/context.h"
 #include "weir/engine.h"
 #include "weir/export.h"

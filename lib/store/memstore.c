@@ -51,7 +51,7 @@
 #include "algo/algo.h"
 #include "algo/arith.h"
 #include "core/context.h"
-#include "store/spinlock.h"
+#include "core/spinlock.h"
 #include "store/store.h"
 #include "store/table_arena.h"
 

@@ -1,13 +1,15 @@
 /*
- * spinlock.h - the memory store's shard lock.
+ * spinlock.h - the lock of the memory store's shards and of the
+ * count-min limiter's keys.
  *
- * Critical sections are a hash lookup and a step function: tens of
- * nanoseconds. A pthread mutex costs about as much as the work it guards, so
- * this is a test-and-test-and-set lock that spins briefly and then yields
- * the CPU, which keeps a preempted holder from burning the waiter's slice.
+ * Critical sections are a hash lookup and a step function, or a few
+ * counters read and raised: tens of nanoseconds. A pthread mutex costs
+ * about as much as the work it guards, so this is a test-and-test-and-set
+ * lock that spins briefly and then yields the CPU, which keeps a
+ * preempted holder from burning the waiter's slice.
  */
-#ifndef WEIR_STORE_SPINLOCK_H
-#define WEIR_STORE_SPINLOCK_H
+#ifndef WEIR_CORE_SPINLOCK_H
+#define WEIR_CORE_SPINLOCK_H
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -43,4 +45,4 @@ static inline void weir__spin_unlock(weir__spinlock *l)
     atomic_store_explicit(&l->held, 0u, memory_order_release);
 }
 
-#endif /* WEIR_STORE_SPINLOCK_H */
+#endif /* WEIR_CORE_SPINLOCK_H */

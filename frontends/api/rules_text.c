@@ -33,6 +33,8 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l,
             weir_buf_puts(b, " over_limit_cache=false");
         if (l->sync_interval_us)
             weir_buf_printf(b, " sync=local sync_interval_us=%lld", (long long)l->sync_interval_us);
+        if (l->sketch_bytes)
+            weir_buf_printf(b, " sketch_bytes=%zu", l->sketch_bytes);
     }
     if (l->name)
         weir_buf_printf(b, " name=%s", l->name);

@@ -156,6 +156,11 @@ typedef struct weir_rule_limit {
     /** `time_zone:` as written (NULL: UTC), and the zone loaded. */
     const char *time_zone;
     const struct weir_tz *tz;
+    /** Since 0.2. `sketch:` a memory budget in bytes: the limit (a fixed
+     *  window) is counted per key in a count-min sketch of that size in
+     *  each instance's own memory (weir/cms.h), never in the store; 0 =
+     *  the store counts it. */
+    size_t sketch_bytes;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

@@ -24,6 +24,7 @@
 #include "engine/tenants.h"
 #include "rules/loader.h"
 #include "store/store.h"
+#include "weir/cms.h"
 #include "weir/engine.h"
 
 _Static_assert(sizeof(weir_entry) == sizeof(weir__entry), "weir_entry mirrors weir__entry");
@@ -45,6 +46,7 @@ typedef struct pending {
     bool local;   /* decided on the fallback store (failure_mode local) */
     bool tenant_override;
     const char *tier; /* the tenant's tier (plan_ctx.tier) */
+    weir_cms *cms;    /* `sketch:`: counted there, not in the store */
     const weir_rule_limit *limit;
     const weir_limit *lim; /* &limit->compiled, or &eff for an override */
     weir_limit eff;
@@ -72,8 +74,10 @@ struct decision {
     weir_op extra[WEIR_ENGINE_MAX_LIMITS];
     int64_t now_us;
     size_t n_enforcing; /* ops[0, n_enforcing) atomic, the rest independent */
-    size_t n_ops;
-    bool owned; /* reader->own, holding no reference on rs */
+    size_t n_ops;       /* the store's; the sketches' ops follow, not sent */
+    size_t n_sketch;    /* limits counted in a sketch */
+    bool sketch_after;  /* enforcing sketches to charge once the store admits */
+    bool owned;         /* reader->own, holding no reference on rs */
     _Atomic int outstanding;
     uint64_t quota_desc; /* bit d: descriptor d is in quota mode */
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];
@@ -513,6 +517,66 @@ static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_st
  * with count_rejected are charged anyway, as upstream counts every request:
  * a limit that admitted takes the request's hits, one that denied takes
  * what it has left (so it ends exhausted, never past its limit). */
+/* ------------------------------------------------------------ sketches */
+
+/* Limit @p's op in its sketch: a check (hits 0 or @check) or a charge. */
+static void sketch_op(decision *dc, const pending *p, bool check)
+{
+    weir_op *op = &dc->ops[p->op];
+    op->status =
+        check || op->kind != WEIR_OP_TAKE
+            ? weir_cms_check(p->cms, op->key, op->key_len, dc->now_us, op->hits, &op->result)
+            : weir_cms_take(p->cms, op->key, op->key_len, dc->now_us, op->hits, &op->result);
+}
+
+/* The limits counted in a sketch (`sketch:`), before the store's batches
+ * go: the shadow and quota ones are charged at once, as the store's
+ * independent ops are; the enforcing ones are checked first, then
+ * charged when every enforcing limit admits: at once when the store
+ * holds none, else once its atomic batch admitted (charge_sketches()).
+ * A sketch's denial turns the store's atomic TAKEs into CHECKs, so a
+ * denied request consumes nothing there. Between a check and its charge
+ * another thread may count the key: the charge then denies, the store
+ * having charged (a little over-counted, never under). */
+static void decide_sketches(decision *dc)
+{
+    bool denied = false, enforcing = false;
+    for (size_t i = 0; i < dc->n_pending; i++) {
+        const pending *p = &dc->p[i];
+        if (p->dropped || !p->cms)
+            continue;
+        sketch_op(dc, p, p->enforcing);
+        if (p->enforcing) {
+            const weir_op *op = &dc->ops[p->op];
+            enforcing = true;
+            denied |= op->kind == WEIR_OP_TAKE && op->status == WEIR_OK && !op->result.allowed;
+        }
+    }
+    if (denied) {
+        for (size_t i = 0; i < dc->n_enforcing; i++)
+            if (dc->ops[i].kind == WEIR_OP_TAKE)
+                dc->ops[i].kind = WEIR_OP_CHECK;
+    } else if (enforcing && dc->n_enforcing == 0) {
+        for (size_t i = 0; i < dc->n_pending; i++)
+            if (!dc->p[i].dropped && dc->p[i].cms && dc->p[i].enforcing)
+                sketch_op(dc, &dc->p[i], false);
+    } else {
+        dc->sketch_after = enforcing;
+    }
+}
+
+/* The enforcing sketches' charges once the store's atomic batch (@ops,
+ * @n) is decided: made when every TAKE there admitted. */
+static void charge_sketches(decision *dc, const weir_op *ops, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ops[i].kind == WEIR_OP_TAKE && (ops[i].status != WEIR_OK || !ops[i].result.allowed))
+            return;
+    for (size_t i = 0; i < dc->n_pending; i++)
+        if (!dc->p[i].dropped && dc->p[i].cms && dc->p[i].enforcing)
+            sketch_op(dc, &dc->p[i], false);
+}
+
 static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 {
     decision *dc = arg;
@@ -520,6 +584,8 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
     decide_locally(dc, ops, n, true);
+    if (dc->sketch_after)
+        charge_sketches(dc, ops, n);
     /* count_rejected charges follow a denial by the store itself */
     bool denied = false;
     for (size_t i = 0; status == WEIR_OK && i < n; i++)
@@ -738,6 +804,9 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
         return refuse(rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY,
                       d);
+    /* a request's own limit is counted in the store */
+    p->cms = desc->limit ? NULL : lp->cms;
+    dc->n_sketch += p->cms != NULL;
     /* a calendar limit counts its period: from @period on */
     bool calendar = l->calendar != WEIR_CALENDAR_NONE && !desc->limit;
     int64_t period = 0;
@@ -817,7 +886,7 @@ static weir_status plan_orphan(decision *dc, weir_engine_reader *rd, const weir_
         XXH3_128bits_update(&h, en->value ? en->value : "", en->value_len);
     }
     XXH128_hash_t id = XXH3_128bits_digest(&h);
-    limit_plan lp = {{id.low64, id.high64}, false, {0}};
+    limit_plan lp = {{id.low64, id.high64}, false, {0}, NULL};
     static const weir__match_result no_levels = {0};
     pc->m = &no_levels;
     pc->value_level = -1;
@@ -1066,6 +1135,8 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->owned = own;
     dc->n_pending = 0;
     dc->n_enforcing = 0;
+    dc->n_sketch = 0;
+    dc->sketch_after = false;
     dc->quota_desc = 0;
     dc->kused = 0;
     dc->st = statuses;
@@ -1119,8 +1190,9 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         dc->n_pending = 0;
         dc->n_enforcing = 0;
     }
-    /* shadow or quota limits; stable keys are placed once all are in */
-    bool relayout = dc->n_enforcing != dc->n_pending || dc->engine->shared_keys;
+    /* shadow or quota limits; stable keys are placed once all are in;
+     * sketches' ops after the store's */
+    bool relayout = dc->n_enforcing != dc->n_pending || dc->engine->shared_keys || dc->n_sketch > 0;
     /* replaces: a limit named by another matched limit's `replaces` goes */
     for (size_t i = 0; dc->rs->plans.replaces && i < dc->n_pending; i++) {
         dc->p[i].dropped = name_replaced(dc, &dc->p[i]);
@@ -1134,13 +1206,18 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
         n = 0;
         for (int pass = 0; pass < 2; pass++) {
             for (size_t i = 0; i < dc->n_pending; i++)
-                if (!dc->p[i].dropped && dc->p[i].enforcing == (pass == 0))
+                if (!dc->p[i].dropped && !dc->p[i].cms && dc->p[i].enforcing == (pass == 0))
                     place_op(dc, i, n++);
             if (pass == 0)
                 dc->n_enforcing = n;
         }
+        for (size_t i = 0, k = n; i < dc->n_pending; i++)
+            if (!dc->p[i].dropped && dc->p[i].cms)
+                place_op(dc, i, k++);
     }
     dc->n_ops = n;
+    if (dc->n_sketch > 0)
+        decide_sketches(dc);
 
     /* The last batch to complete frees the decision: read what the second
      * submit needs before the first. */

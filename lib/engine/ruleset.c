@@ -6,10 +6,12 @@
 #include "engine/ruleset.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/context.h"
 #include "engine/tenants.h"
 #include "rules/loader.h"
+#include "weir/cms.h"
 
 static ident identity(const char *domain, const unsigned char *path, size_t path_len,
                       const weir_rule_limit *l, size_t index)
@@ -41,6 +43,8 @@ typedef struct plan_build {
     size_t cap;
     const unsigned char *secret;
     unsigned char *path;
+    weir_ctx *ctx;
+    weir_status err; /* a sketch that could not be made */
 } plan_build;
 
 /* Walk a node: append it to the path and plan its limits. `fixed`: every
@@ -76,9 +80,26 @@ static void collect(plan_build *b, const char *domain, const weir_rule *r, size_
         mask[sizeof(lp->id)] = 'V';
         counter_digest(mask, fixed ? sizeof(lp->id) : sizeof(mask), b->secret, lp->digest);
         pl->replaces |= l->n_replaces > 0;
+        lp->cms = NULL;
+        if (l->sketch_bytes && !l->unlimited && b->err == WEIR_OK) {
+            weir_cms_options o = {.size = sizeof(o),
+                                  .limit = l->requests_per_unit,
+                                  .window_us = l->window_us,
+                                  .memory_bytes = l->sketch_bytes};
+            b->err = weir_cms_new(b->ctx, &o, &lp->cms);
+        }
     }
     for (size_t i = 0; i < r->n_children; i++)
         collect(b, domain, r->children[i], n, fixed);
+}
+
+static void plans_free(weir_ctx *ctx, plans *pl)
+{
+    for (size_t i = 0; pl->limits && i < pl->n; i++)
+        weir_cms_free(pl->limits[i].cms);
+    weir__free(ctx, pl->first);
+    weir__free(ctx, pl->limits);
+    memset(pl, 0, sizeof(*pl));
 }
 
 static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const unsigned char *secret,
@@ -95,7 +116,7 @@ static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const uns
         weir__free(ctx, path);
         return WEIR_ENOMEM;
     }
-    plan_build b = {pl, cap, secret, path};
+    plan_build b = {pl, cap, secret, path, ctx, WEIR_OK};
     for (size_t d = 0; d < weir_rules_domain_count(rules); d++) {
         const weir_rules_domain *dom = weir_rules_domain_at(rules, d);
         for (size_t i = 0; i < weir_rules_domain_rule_count(dom); i++)
@@ -114,13 +135,9 @@ static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const uns
         }
     }
     weir__free(ctx, path);
-    return WEIR_OK;
-}
-
-static void plans_free(weir_ctx *ctx, plans *pl)
-{
-    weir__free(ctx, pl->first);
-    weir__free(ctx, pl->limits);
+    if (b.err != WEIR_OK)
+        plans_free(ctx, pl);
+    return b.err;
 }
 
 static int cmp_ident(const void *a, const void *b)

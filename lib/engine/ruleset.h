@@ -60,6 +60,9 @@ typedef struct limit_plan {
     ident id;
     bool fixed;
     unsigned char digest[DIGEST_BYTES];
+    /* `sketch:`: the limit's count-min limiter (weir/cms.h), made with
+     * the ruleset, or NULL: the store counts it */
+    struct weir_cms *cms;
 } limit_plan;
 
 /* Every limit's plan, each rule's in one run in rule order; a rule's run

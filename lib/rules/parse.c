@@ -17,6 +17,8 @@
 #include <strings.h>
 
 #include "rules/yaml_walk.h"
+#include "weir/cms.h"
+#include "weir/units.h"
 
 /* ---- rate_limit */
 
@@ -38,6 +40,7 @@ enum rl_field {
     RL_SYNC_INTERVAL,
     RL_CALENDAR,
     RL_TIME_ZONE,
+    RL_SKETCH,
     RL_N
 };
 
@@ -59,6 +62,7 @@ static const char *const rl_names[RL_N] = {
     [RL_SYNC_INTERVAL] = "sync_interval",
     [RL_CALENDAR] = "calendar",
     [RL_TIME_ZONE] = "time_zone",
+    [RL_SKETCH] = "sketch",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -151,6 +155,27 @@ static void warn_limit(yp *p, const weir_rule_limit *l, pos at, bool has_rpu)
                          "leaky_bucket_shaper: the wait it asks for reaches clients only in "
                          "weir's HTTP API (delay_ms); Envoy's protocol has no way to make a "
                          "request wait, so through Envoy it admits at once");
+}
+
+/* sketch: the smallest budget taken (a sketch of 4 rows of 2,048
+ * counters) */
+#define SKETCH_MIN_BYTES 65536u
+
+/* What a limit counted in a sketch cannot be: the sketch is a fixed
+ * window of this instance's own, counting admitted hits only. */
+static void check_sketch(yp *p, const weir_rule_limit *l, pos at, bool sync_local)
+{
+    const char *why = l->unlimited                        ? "has no effect when unlimited"
+                      : l->calendar != WEIR_CALENDAR_NONE ? "does not apply to a calendar limit"
+                      : l->algorithm != WEIR_ALGO_FIXED_WINDOW
+                          ? "counts a fixed_window only (algorithm: fixed_window)"
+                      : sync_local ? "is counted in this instance's memory: no 'sync' with it"
+                      : l->count_rejected ? "counts admitted hits only: no 'count_rejected' with it"
+                      : l->requests_per_unit > WEIR_CMS_MAX_LIMIT
+                          ? "holds at most 4294967294 requests a window"
+                          : NULL;
+    if (why)
+        ERR(p, at, "'sketch' %s", why);
 }
 
 /* Reads one rate_limit mapping (the current event) into a new limit.
@@ -309,6 +334,17 @@ static weir_rule_limit *read_rate_limit(yp *p)
             if (weir__yp_u64(p, "sub_windows", UINT32_MAX, &v))
                 l->sub_windows = (uint32_t)v;
             break;
+        case RL_SKETCH:
+            if ((s = weir__yp_scalar(p, "sketch")) != NULL) {
+                uint64_t bytes;
+                if (weir_size_parse(s, &bytes) != WEIR_OK || bytes < SKETCH_MIN_BYTES ||
+                    bytes > WEIR_CMS_MAX_BYTES)
+                    ERR(p, at[k], "sketch '%.64s' must be a size from 64KiB to 1GiB (e.g. 4MiB)",
+                        s);
+                else
+                    l->sketch_bytes = (size_t)bytes;
+            }
+            break;
         case RL_N:
             break;
         }
@@ -373,6 +409,8 @@ static weir_rule_limit *read_rate_limit(yp *p)
             "'sync: local' does not apply to concurrency (a lease is held where it was given)");
     else if (sync_local)
         l->sync_interval_us = sync_us;
+    if (l->sketch_bytes)
+        check_sketch(p, l, at[RL_SKETCH], sync_local);
     if (!l->unlimited) {
         if ((seen & (UINT64_C(1) << RL_SUB_WINDOWS)) && l->algorithm != WEIR_ALGO_SLIDING_COUNTER)
             ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");

@@ -17,7 +17,7 @@ WERROR := $(if $(filter true 1 yes,$(CI)),ON,OFF)
 FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 
-.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants bench-quotas bench-dashboard bench-cms format format-check clean
+.PHONY: all deps node-deps build install run test test-asan test-tsan test-clang fuzz bench bench-cluster bench-hybrid bench-http bench-late bench-peers bench-redis bench-rss bench-held bench-resp bench-tenants bench-quotas bench-dashboard bench-cms bench-leases format format-check clean
 
 all: build
 
@@ -117,6 +117,11 @@ bench-quotas: build
 # second each) against none, alternating rounds in one run.
 bench-dashboard: build
 	bench/dashboard.sh
+
+# A concurrency lease's round trip (GET /v1/acquire, POST /v1/release)
+# against one GET /v1/check over HTTP, alternating rounds in one run.
+bench-leases: build
+	bench/leases.sh
 
 # Decisions completed later (the deferred test store) against inline ones,
 # side by side: a release build with the test stores, in build-bench/.

@@ -440,27 +440,46 @@ local function warm_cost(L, h, heat)
     return c < L.cap and c or L.cap
 end
 
--- Whether h fits d microseconds on, the bucket at `level` (> 0) and the key
--- at `heat` now (it warms all the wait long)
-local function warm_fits(L, level, heat, h, d)
+-- g(d): the wait h needs at the cost it would have d microseconds on, the
+-- bucket at `level` (> 0) and the key at `heat` now (it warms all the wait
+-- long); 0 when that cost fits
+local function wait_at(L, level, heat, h, d)
     local hd = heat + d
     if hd > L.warm then
         hd = L.warm
     end
     local over = level - (L.cap - warm_cost(L, h, hd))
-    return over <= 0 or drain_time(over, L.rate) <= d
+    return over > 0 and drain_time(over, L.rate) or 0
 end
 
--- The least wait for a denied h: bisection up to the time the key is warm
+-- The least wait d for a denied h, g(d) <= d: g falls as d grows, so g(0)
+-- is enough and nothing below g(hi) is; a few rounds narrow the bracket,
+-- bisection closes it (warmup.c)
 local function warm_wait(L, level, heat, h)
-    local warm_in = L.warm - heat
-    if not warm_fits(L, level, heat, h, warm_in) then
-        return drain_time(level - (L.cap - warm_cost(L, h, L.warm)), L.rate)
+    local hi = wait_at(L, level, heat, h, 0)
+    local lo = wait_at(L, level, heat, h, hi) - 1
+    if lo < 0 then
+        lo = 0
     end
-    local lo, hi = 0, warm_in
+    for _ = 1, 3 do
+        if hi - lo <= 1 then
+            break
+        end
+        local x = wait_at(L, level, heat, h, lo + 1)
+        if x < lo + 1 then
+            x = lo + 1
+        end
+        if x < hi then
+            hi = x
+        end
+        x = wait_at(L, level, heat, h, hi) - 1
+        if x > lo then
+            lo = x
+        end
+    end
     while hi - lo > 1 do
         local mid = lo + floor((hi - lo) / 2)
-        if warm_fits(L, level, heat, h, mid) then
+        if wait_at(L, level, heat, h, mid) <= mid then
             hi = mid
         else
             lo = mid

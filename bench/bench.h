@@ -150,6 +150,7 @@ typedef struct bench_options {
     unsigned reps;     /* timed runs per measurement; the median is reported */
     double thread_s;   /* seconds per throughput run */
     unsigned batch;    /* ops per weir_memstore_run() */
+    int64_t warmup_us; /* token_bucket's warm-up (--warmup); 0 = none */
     uint64_t keys[BENCH_SIZES];
 } bench_options;
 

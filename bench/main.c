@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "weir/context.h"
 #include "weir/store.h"
+#include "weir/units.h"
 
 /* The simulated clock starts in November 2023 (any origin works). */
 #define T0_US ((int64_t)1700000000 * 1000000)
@@ -72,7 +73,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: weir-bench [--quick] [--only SECTION]... [--algo NAME]... [--json]\n"
                "                  [--hugepages]\n"
                "                  [--keys MID[,BIG]] [--ops N] [--reps N] [--batch N]\n"
-               "                  [--thread-seconds S]\n"
+               "                  [--thread-seconds S] [--warmup DURATION]\n"
                "sections: single batch threads memory baseline\n"
                "algorithms: token_bucket gcra leaky_bucket leaky_bucket_shaper fixed_window\n"
                "            sliding_window_log sliding_window_counter concurrency\n");
@@ -146,6 +147,11 @@ static int parse_options(int argc, char **argv, bench_options *o)
             if (!parse_u64(v, 1, MAX_BATCH, &batch))
                 goto bad;
             i++;
+        } else if (strcmp(a, "--warmup") == 0 && v) {
+            /* token_bucket with a warm-up (docs/ALGORITHMS.md) */
+            if (weir_duration_parse(v, &o->warmup_us) != WEIR_OK || o->warmup_us <= 0)
+                goto bad;
+            i++;
         } else if (strcmp(a, "--thread-seconds") == 0 && v) {
             thread_s = strtod(v, NULL);
             if (!(thread_s > 0 && thread_s <= 60))
@@ -177,11 +183,12 @@ static int parse_options(int argc, char **argv, bench_options *o)
 
 /* ------------------------------------------------------------------ the store side */
 
-static weir_status compile_limit(weir_algorithm a, weir_limit *lim)
+static weir_status compile_limit(weir_algorithm a, int64_t warmup_us, weir_limit *lim)
 {
     weir_limit_spec spec;
     memset(&spec, 0, sizeof(spec));
     spec.algorithm = a;
+    spec.warmup_us = a == WEIR_ALGO_TOKEN_BUCKET ? warmup_us : 0;
     spec.window_us = BENCH_WINDOW_US;
     bool grows = a == WEIR_ALGO_SLIDING_LOG || a == WEIR_ALGO_CONCURRENCY;
     spec.limit = grows ? BENCH_SMALL_LIMIT : BENCH_LIMIT;
@@ -567,7 +574,7 @@ int main(int argc, char **argv)
         if (!(o->algos & (1u << a)))
             continue;
         bench_algo *ar = &res.algo[a];
-        if (compile_limit((weir_algorithm)a, &ar->lim) != WEIR_OK) {
+        if (compile_limit((weir_algorithm)a, o->warmup_us, &ar->lim) != WEIR_OK) {
             fprintf(stderr, "weir-bench: cannot compile a limit for %s\n",
                     weir_algorithm_name((weir_algorithm)a));
             return 1;

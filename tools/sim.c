@@ -159,6 +159,10 @@ static weir_status compile_all(const weir_sim_config *cfg, sim *s, weir_algorith
             .window_us = cfg->window_us,
             .burst = cfg->bucket_burst,
         };
+        if (spec.algorithm == WEIR_ALGO_TOKEN_BUCKET) {
+            spec.warmup_us = cfg->warmup_us;
+            spec.cold_factor = cfg->cold_factor;
+        }
         weir_status st = weir_limit_compile(&spec, &s->lim[i]);
         if (st != WEIR_OK) {
             *refused = spec.algorithm;

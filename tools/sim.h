@@ -36,6 +36,10 @@ typedef struct weir_sim_config {
     /** Concurrency limiter: an admitted request holds its lease this long,
      *  then releases it (a lease held past the window times out first). */
     int64_t hold_us;
+    /** token_bucket only: weir_limit_spec.warmup_us and cold_factor (0 =
+     *  no warm-up; the other algorithms have none). */
+    int64_t warmup_us;
+    uint32_t cold_factor;
 } weir_sim_config;
 
 /** One algorithm's results. */

@@ -48,6 +48,8 @@ typedef enum opt_id {
     O_WINDOW,
     O_BUCKET_BURST,
     O_HOLD,
+    O_WARMUP,
+    O_COLD_FACTOR,
     O_RATE,
     O_DURATION,
     O_BURST,
@@ -69,6 +71,8 @@ static const struct option_row {
     [O_WINDOW] = {"window", P_ALL},
     [O_BUCKET_BURST] = {"bucket-burst", P_ALL},
     [O_HOLD] = {"hold", P_ALL},
+    [O_WARMUP] = {"warmup", P_ALL},
+    [O_COLD_FACTOR] = {"cold-factor", P_ALL},
     [O_RATE] = {"rate", P_STEADY | P_RANDOM},
     [O_DURATION] = {"duration", P_GENERATED},
     [O_BURST] = {"burst", P_BURSTY | P_BOUNDARY},
@@ -108,6 +112,9 @@ static const char help_text[] =
     "                       request holds its lease this long, then releases it\n"
     "                       (default: window / 10; a lease times out after a\n"
     "                       window)\n"
+    "  --warmup DURATION    token_bucket only: a warm-up of this length (a cold\n"
+    "                       key admits at limit / --cold-factor, then ramps up)\n"
+    "  --cold-factor N      with --warmup: 1..100 (default 3)\n"
     "\n"
     "the traffic (per key):\n"
     "  --rate R             steady, random: requests per second, decimals allowed\n"
@@ -296,6 +303,14 @@ static int parse_args(int argc, char **argv, sim_args *a)
     c->hold_us = c->window_us / 10 ? c->window_us / 10 : 1;
     if (!rc)
         rc = duration_option(val, O_HOLD, 1, &c->hold_us);
+    uint64_t cold = 0;
+    if (!rc)
+        rc = duration_option(val, O_WARMUP, 1, &c->warmup_us);
+    if (!rc)
+        rc = int_option(val, O_COLD_FACTOR, 1, WEIR_MAX_COLD_FACTOR, &cold);
+    if (!rc && cold && !c->warmup_us)
+        return weir_cli_sim_usage("--cold-factor needs --warmup");
+    c->cold_factor = (uint32_t)cold;
     a->trace_path = val[O_TRACE];
     a->svg_path = val[O_SVG];
     if (a->svg_path && !a->svg_path[0])
@@ -430,6 +445,14 @@ static void row_note(const weir_sim_config *cfg, const weir_sim_row *row, char *
     buf[0] = '\0';
     switch (row->algorithm) {
     case WEIR_ALGO_TOKEN_BUCKET:
+        if (cfg->warmup_us) {
+            weir_sim_format_duration(cfg->warmup_us, d, sizeof(d));
+            snprintf(buf, len, "burst %llu, warm-up %s from 1/%u", (unsigned long long)row->burst,
+                     d, cfg->cold_factor ? cfg->cold_factor : WEIR_DEFAULT_COLD_FACTOR);
+            break;
+        }
+        snprintf(buf, len, "burst %llu", (unsigned long long)row->burst);
+        break;
     case WEIR_ALGO_GCRA:
     case WEIR_ALGO_LEAKY_BUCKET:
         snprintf(buf, len, "burst %llu", (unsigned long long)row->burst);
@@ -728,10 +751,13 @@ int weir_cli_sim(int argc, char **argv)
         uint32_t n_keys = t.n_keys;
         weir_trace_free(&t);
         if (rep.refused)
-            return weir_cli_sim_usage(
-                "%s refuses a limit of %llu per %s%s: %s", weir_algorithm_name(rep.refused),
-                (unsigned long long)cfg->limit, w,
-                cfg->bucket_burst ? " with this --bucket-burst" : "", weir_strerror(st));
+            return weir_cli_sim_usage("%s refuses a limit of %llu per %s%s: %s",
+                                      weir_algorithm_name(rep.refused),
+                                      (unsigned long long)cfg->limit, w,
+                                      cfg->bucket_burst ? " with this --bucket-burst"
+                                      : cfg->warmup_us  ? " with this --warmup"
+                                                        : "",
+                                      weir_strerror(st));
         if (st == WEIR_ETOOBIG)
             fprintf(stderr,
                     "weir sim: %s: %u keys x %llu bytes of state is over the cap of %llu MiB: "

@@ -282,8 +282,12 @@ static bool read_request(sim_error *e, weir_json *j, const char *body, size_t le
     }
     /* every algorithm must take the limit before anything is rendered */
     for (size_t i = 0; i < r->n_algos; i++) {
-        weir_limit_spec spec = {r->algos[i], r->limit, r->window_ms * US_PER_MS, r->burst,
-                                r->algos[i] == WEIR_ALGO_SLIDING_COUNTER ? r->sub_windows : 0};
+        weir_limit_spec spec = {.algorithm = r->algos[i],
+                                .limit = r->limit,
+                                .window_us = r->window_ms * US_PER_MS,
+                                .burst = r->burst,
+                                .sub_windows =
+                                    r->algos[i] == WEIR_ALGO_SLIDING_COUNTER ? r->sub_windows : 0};
         weir_limit lim;
         weir_status st = weir_limit_compile(&spec, &lim);
         if (st != WEIR_OK)
@@ -437,8 +441,11 @@ static bool put_state(weir_buf *b, const weir_limit *lim, const void *state, int
 /* Runs @r's arrivals through @algo and renders its result object. */
 static weir_status run_one(const sim_request *r, weir_algorithm algo, run_mem *mem, weir_buf *b)
 {
-    weir_limit_spec spec = {algo, r->limit, r->window_ms * US_PER_MS, r->burst,
-                            algo == WEIR_ALGO_SLIDING_COUNTER ? r->sub_windows : 0};
+    weir_limit_spec spec = {.algorithm = algo,
+                            .limit = r->limit,
+                            .window_us = r->window_ms * US_PER_MS,
+                            .burst = r->burst,
+                            .sub_windows = algo == WEIR_ALGO_SLIDING_COUNTER ? r->sub_windows : 0};
     weir_limit lim;
     weir_status st = weir_limit_compile(&spec, &lim);
     if (st != WEIR_OK)

@@ -210,7 +210,10 @@ static void decide_gcra(resp_conn *c, const weir_resp_arg *key, int64_t max_burs
         weir_resp_errorf(out, "%sthe key must be 1 to %u bytes", pre, WEIR_ENGINE_MAX_KEY_NAME);
         return;
     }
-    weir_limit_spec spec = {WEIR_ALGO_GCRA, (uint64_t)count, period_us, (uint64_t)max_burst + 1, 0};
+    weir_limit_spec spec = {.algorithm = WEIR_ALGO_GCRA,
+                            .limit = (uint64_t)count,
+                            .window_us = period_us,
+                            .burst = (uint64_t)max_burst + 1};
     weir_limit lim;
     if (max_burst >= (int64_t)WEIR_MAX_LIMIT || count > (int64_t)WEIR_MAX_LIMIT ||
         period_us > WEIR_MAX_WINDOW_US || weir_limit_compile(&spec, &lim) != WEIR_OK) {

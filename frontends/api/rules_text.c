@@ -17,6 +17,9 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l,
             weir_buf_printf(b, " unit=%s", weir_rule_unit_name(l->unit));
         weir_buf_printf(b, " window_us=%lld algorithm=%s burst=%llu", (long long)l->window_us,
                         weir_algorithm_name(l->algorithm), (unsigned long long)l->compiled.burst);
+        if (l->compiled.warmup_us)
+            weir_buf_printf(b, " warmup_us=%lld cold_factor=%u", (long long)l->compiled.warmup_us,
+                            l->compiled.cold_factor);
         if (l->calendar != WEIR_CALENDAR_NONE)
             weir_buf_printf(b, " calendar=%s time_zone=%s", weir_calendar_name(l->calendar),
                             l->time_zone ? l->time_zone : "UTC");

@@ -73,10 +73,17 @@ typedef enum weir_algorithm {
 #define WEIR_MAX_LOG_ENTRIES 65536u                    /* sliding log: limit cap */
 #define WEIR_MAX_LEASES 65536u                         /* concurrency: limit cap */
 #define WEIR_MAX_SUB_WINDOWS 1024u                     /* sliding counter buckets */
+#define WEIR_MAX_WARMUP_US ((int64_t)86400000000)      /* token bucket warm-up: 1 day */
+#define WEIR_MAX_COLD_FACTOR 100u                      /* warm-up: cold rate divisor */
+#define WEIR_DEFAULT_COLD_FACTOR 3u
 
 /** Size of the fixed-size state used by every algorithm but the sliding
- *  log, the multi-bucket sliding counter and the concurrency limiter. */
+ *  log, the multi-bucket sliding counter, the concurrency limiter and a
+ *  token bucket with a warm-up. */
 #define WEIR_STATE_FIXED_BYTES 16u
+
+/** Size of a token bucket's state with a warm-up: the bucket and its heat. */
+#define WEIR_STATE_WARMUP_BYTES 24u
 
 /**
  * What the caller asks for. Fields left 0 take the algorithm's default
@@ -98,6 +105,16 @@ typedef struct weir_limit_spec {
      *  classic two-window counter (fixed-size state); k > 1 keeps k+1
      *  counters and `window_us` must be a multiple of k. */
     uint32_t sub_windows;
+    /** Token bucket only: the warm-up period in microseconds, 0 ..
+     *  WEIR_MAX_WARMUP_US; 0 = none. A cold key (fresh, or idle for this
+     *  long) admits at limit / cold_factor (and a burst / cold_factor); its
+     *  rate rises linearly to the limit over this much time under load
+     *  (docs/ALGORITHMS.md, "Warm-up"). */
+    int64_t warmup_us;
+    /** With a warm-up: how much slower a cold key is, 1 ..
+     *  WEIR_MAX_COLD_FACTOR; 0 = WEIR_DEFAULT_COLD_FACTOR. Must be 0
+     *  without a warm-up. */
+    uint32_t cold_factor;
 } weir_limit_spec;
 
 /**
@@ -123,7 +140,8 @@ typedef struct weir_limit {
     uint64_t inv_span;
     int64_t span_us;
     uint32_t state_bytes;
-    uint32_t reserved_;
+    uint32_t cold_factor; /* token bucket warm-up: 0 without, else >= 1 */
+    int64_t warmup_us;    /* token bucket warm-up period: 0 = none */
 } weir_limit;
 
 /** The verdict of one step. */
@@ -158,9 +176,11 @@ typedef struct weir_result {
  * @out:  written only on success.
  *
  * Returns WEIR_OK; WEIR_EINVAL for a NULL pointer, an unknown algorithm, a
- * window <= 0, or sub-windows that do not divide the window; WEIR_ERANGE
- * for a value past a cap (limit, burst, window, log entries, leases,
- * sub-windows) or a limit/window/burst combination whose exact integer
+ * window <= 0, sub-windows that do not divide the window, a warm-up on an
+ * algorithm other than the token bucket, a negative warm-up, or a cold
+ * factor without a warm-up; WEIR_ERANGE for a value past a cap (limit,
+ * burst, window, log entries, leases, sub-windows, warm-up, cold factor)
+ * or a limit/window/burst combination whose exact integer
  * representation would not fit in 63 bits. Thread-safe.
  */
 WEIR_API weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out);
@@ -168,7 +188,8 @@ WEIR_API weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit 
 /**
  * weir_state_size() - bytes of state one key needs under @lim.
  *
- * WEIR_STATE_FIXED_BYTES for the fixed-size algorithms; for the sliding log
+ * WEIR_STATE_FIXED_BYTES for the fixed-size algorithms,
+ * WEIR_STATE_WARMUP_BYTES for a token bucket with a warm-up; for the sliding log
  * 8 + 8 * limit, for the k-bucket counter 8 + 4 * (k + 1), for the
  * concurrency limiter 16 + 24 * limit. The buffer must be 8-byte aligned and
  * zero-filled before first use.

@@ -5,7 +5,7 @@
  * The loader reads upstream's schema unchanged (domain, nested descriptors,
  * key/value, rate_limit with unit, requests_per_unit, unlimited, name,
  * replaces, and the flags) plus weir's extensions (several limits per
- * descriptor, algorithm, burst, window, failure_mode, count_rejected,
+ * descriptor, algorithm, burst, warmup, cold_factor, window, failure_mode, count_rejected,
  * sub_windows); docs/CONFIG.md gives the exact syntax. It validates
  * everything, collects every error it finds with its file, line and column,
  * and either returns a complete tree or nothing at all.
@@ -161,6 +161,11 @@ typedef struct weir_rule_limit {
      *  each instance's own memory (weir/cms.h), never in the store; 0 =
      *  the store counts it. */
     size_t sketch_bytes;
+    /** `warmup:` (token_bucket only): the warm-up period in microseconds,
+     *  0 = none; `cold_factor:` as written, 0 = the default (3). The
+     *  compiled limit has them both, defaults applied (weir/algo.h). */
+    int64_t warmup_us;
+    uint32_t cold_factor;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

@@ -11,12 +11,11 @@
  * unit = window / gcd(limit, window) and the bucket drains rate =
  * limit / gcd(limit, window) units per microsecond. Both are integers, so
  * refill is exact with no rounding drift. Invariant: 0 <= level <= capacity
- * = burst * unit.
+ * = burst * unit. A token bucket with a warm-up is decided by warmup.c.
  */
 #include <string.h>
 
-#include "algo/algo.h"
-#include "algo/arith.h"
+#include "algo/bucket.h"
 
 typedef struct bucket_state {
     int64_t level;
@@ -47,16 +46,11 @@ weir_status weir__bucket_compile(weir_limit *l)
     return WEIR_OK;
 }
 
-/* Microseconds to drain `units` (>= 0). A limit that divides its window
- * drains one unit per microsecond; skip the multiplication then. */
-static int64_t drain_time(const weir_limit *lim, int64_t units)
-{
-    return lim->rate == 1 ? units : ceil_recip(units, lim->rate, lim->inv_rate);
-}
-
 weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
                                 uint64_t hits, weir_result *res)
 {
+    if (lim->warmup_us)
+        return weir__warmup_decide(lim, in, out, now_us, hits, res);
     bucket_state s;
     memcpy(&s, in, sizeof(s));
     if (s.level < 0 || s.level > lim->capacity || s.last_us < 0)
@@ -64,14 +58,7 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
 
     /* A clock that went backwards drains nothing. */
     int64_t t = max64(now_us, s.last_us);
-    int64_t elapsed = t - s.last_us;
-    int64_t level = s.level;
-    int64_t drained;
-    /* a multiplication, not a division: this is the hot path */
-    if (__builtin_mul_overflow(elapsed, lim->rate, &drained) || drained >= level)
-        level = 0;
-    else
-        level -= drained;
+    int64_t level = weir__level_after(lim, s.level, t - s.last_us);
 
     memset(res, 0, sizeof(*res));
     res->limit = lim->burst;
@@ -84,7 +71,7 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
         /* The water ahead drains from t on, which is t - now_us away on the
          * caller's clock when it went backwards. */
         if (lim->algorithm == WEIR_ALGO_LEAKY_SHAPER && hits > 0 && level > 0)
-            res->delay_us = sat_add(drain_time(lim, level), t - now_us);
+            res->delay_us = sat_add(weir__drain_time(lim, level), t - now_us);
         if (hits > 0) {
             after = level + need;
             if (out) {
@@ -95,10 +82,10 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
     } else {
         res->retry_after_us =
             never ? WEIR_NEVER
-                  : sat_add(drain_time(lim, level - (lim->capacity - need)), t - now_us);
+                  : sat_add(weir__drain_time(lim, level - (lim->capacity - need)), t - now_us);
     }
     res->remaining = (uint64_t)floor_recip(lim->capacity - after, lim->unit, lim->inv_unit);
-    res->reset_after_us = after ? sat_add(drain_time(lim, after), t - now_us) : 0;
+    res->reset_after_us = after ? sat_add(weir__drain_time(lim, after), t - now_us) : 0;
     return WEIR_OK;
 }
 
@@ -113,17 +100,15 @@ weir_status weir__bucket_describe(const weir_limit *lim, const void *in, int64_t
                                   weir_state_view *v)
 {
     bucket_state s;
-    memcpy(&s, in, sizeof(s));
-    if (s.level < 0 || s.level > lim->capacity || s.last_us < 0)
+    memcpy(&s, in, sizeof(s)); /* a warm-up's state starts alike */
+    int64_t heat = 0;
+    if (s.level < 0 || s.level > lim->capacity || s.last_us < 0 ||
+        (lim->warmup_us && !weir__warmup_heat(lim, in, now_us, &heat)))
         return WEIR_EINVAL;
     /* the level weir__bucket_decide() would start from at now_us */
     int64_t t = max64(now_us, s.last_us);
-    int64_t drained, level = s.level;
-    if (__builtin_mul_overflow(t - s.last_us, lim->rate, &drained) || drained >= level)
-        level = 0;
-    else
-        level -= drained;
-    int64_t rest = level ? sat_add(drain_time(lim, level), t - now_us) : 0;
+    int64_t level = weir__level_after(lim, s.level, t - s.last_us);
+    int64_t rest = level ? sat_add(weir__drain_time(lim, level), t - now_us) : 0;
 
     switch (lim->algorithm) {
     case WEIR_ALGO_TOKEN_BUCKET:
@@ -142,9 +127,12 @@ weir_status weir__bucket_describe(const weir_limit *lim, const void *in, int64_t
         weir__view_number(v, "empty_in_us", rest);
         break;
     }
-    weir__view_number(v, "remaining", floor_recip(lim->capacity - level, lim->unit, lim->inv_unit));
+    int64_t one = lim->warmup_us ? weir__warmup_cost(lim, 1, heat) : lim->unit;
+    weir__view_number(v, "remaining", (lim->capacity - level) / one);
     weir__view_number(v, "level_units", s.level);
     weir__view_number(v, "unit", lim->unit);
     weir__view_number(v, "last_us", s.last_us);
+    if (lim->warmup_us)
+        weir__view_number(v, "heat_us", heat);
     return WEIR_OK;
 }

@@ -86,6 +86,8 @@ static size_t state_bytes(const weir_limit *lim)
         return 8 + 4 * ((size_t)lim->sub_windows + 1);
     case WEIR_ALGO_CONCURRENCY:
         return 16 + 24 * (size_t)lim->limit;
+    case WEIR_ALGO_TOKEN_BUCKET:
+        return lim->warmup_us ? WEIR_STATE_WARMUP_BYTES : WEIR_STATE_FIXED_BYTES;
     default:
         return WEIR_STATE_FIXED_BYTES;
     }
@@ -100,6 +102,12 @@ weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out)
     if (spec->window_us > WEIR_MAX_WINDOW_US || spec->limit > WEIR_MAX_LIMIT ||
         spec->burst > WEIR_MAX_LIMIT)
         return WEIR_ERANGE;
+    /* a warm-up is the token bucket's alone, and a cold factor needs one */
+    if (spec->warmup_us < 0 || (spec->cold_factor && !spec->warmup_us) ||
+        (spec->warmup_us && spec->algorithm != WEIR_ALGO_TOKEN_BUCKET))
+        return WEIR_EINVAL;
+    if (spec->warmup_us > WEIR_MAX_WARMUP_US || spec->cold_factor > WEIR_MAX_COLD_FACTOR)
+        return WEIR_ERANGE;
 
     weir_limit l;
     memset(&l, 0, sizeof(l));
@@ -109,6 +117,9 @@ weir_status weir_limit_compile(const weir_limit_spec *spec, weir_limit *out)
     l.burst = spec->burst ? spec->burst : default_burst(spec->algorithm, spec->limit);
     if (spec->limit == 0)
         l.burst = 0;
+    l.warmup_us = spec->warmup_us;
+    if (l.warmup_us)
+        l.cold_factor = spec->cold_factor ? spec->cold_factor : WEIR_DEFAULT_COLD_FACTOR;
 
     switch (spec->algorithm) {
     case WEIR_ALGO_TOKEN_BUCKET:
@@ -266,8 +277,13 @@ weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uin
 
 weir_status weir__limit_share(const weir_limit *lim, uint32_t ppm, weir_limit *out)
 {
-    weir_limit_spec spec = {lim->algorithm, lim->limit, lim->window_us, lim->burst,
-                            lim->sub_windows > 1 ? lim->sub_windows : 0};
+    weir_limit_spec spec = {lim->algorithm,
+                            lim->limit,
+                            lim->window_us,
+                            lim->burst,
+                            lim->sub_windows > 1 ? lim->sub_windows : 0,
+                            lim->warmup_us,
+                            lim->cold_factor};
     if (spec.limit) {
         spec.limit = spec.limit * ppm / 1000000u;
         spec.limit = spec.limit ? spec.limit : 1;

@@ -201,7 +201,8 @@ static weir_status check_descriptor(weir_engine_reader *rd, const weir_descripto
 static bool same_spec(const weir_limit_spec *a, const weir_limit_spec *b)
 {
     return a->algorithm == b->algorithm && a->limit == b->limit && a->window_us == b->window_us &&
-           a->burst == b->burst && a->sub_windows == b->sub_windows;
+           a->burst == b->burst && a->sub_windows == b->sub_windows &&
+           a->warmup_us == b->warmup_us && a->cold_factor == b->cold_factor;
 }
 
 /* weir_limit_compile() through the reader's slots: a proxy sends the same
@@ -242,7 +243,9 @@ static weir_status effective(weir_engine_reader *rd, const weir_rule_limit *l,
                             .limit = o->requests_per_unit,
                             .window_us = unit_us(o->unit),
                             .burst = l->burst,
-                            .sub_windows = 0};
+                            .sub_windows = 0,
+                            .warmup_us = l->warmup_us,
+                            .cold_factor = l->cold_factor};
     if (l->algorithm == WEIR_ALGO_SLIDING_COUNTER && l->sub_windows &&
         spec.window_us % l->sub_windows == 0)
         spec.sub_windows = l->sub_windows;

@@ -153,7 +153,7 @@ weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op
         break;
     case WEIR_OP_RESET: {
         /* a store takes only ops with a valid limit; a RESET reads none */
-        weir_limit_spec spec = {WEIR_ALGO_GCRA, 1, 1, 0, 0};
+        weir_limit_spec spec = {.algorithm = WEIR_ALGO_GCRA, .limit = 1, .window_us = 1};
         if (weir_limit_compile(&spec, &reset_lim) != WEIR_OK)
             return WEIR_EINVAL;
         lim = &reset_lim;
@@ -188,7 +188,8 @@ weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *le
     unsigned flags = e->shared_keys ? 0u : WEIR_BATCH_DIGESTS;
     if (flags && lease->key_len != WEIR_DIGEST_BYTES)
         return WEIR_EINVAL;
-    weir_limit_spec spec = {WEIR_ALGO_CONCURRENCY, lease->limit, lease->window_us, 0, 0};
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_CONCURRENCY, .limit = lease->limit, .window_us = lease->window_us};
     weir_limit lim;
     if (weir_limit_compile(&spec, &lim) != WEIR_OK)
         return WEIR_EINVAL;

@@ -746,6 +746,13 @@ size_t weir__counter_key(const weir__match_result *m, const weir__entry *entries
     put_u64(&w, (uint64_t)l->window_us);
     put_u64(&w, l->burst);
     put_u32(&w, l->sub_windows);
+    if (l->warmup_us) {
+        /* a warm-up's state is another shape: a counter of its own (and
+         * the keys of limits without one as they always were) */
+        put_u8(&w, 'H');
+        put_u64(&w, (uint64_t)l->warmup_us);
+        put_u32(&w, l->cold_factor);
+    }
     put_u8(&w, l->unlimited ? 1 : 0);
     put_u8(&w, l->name ? 1 : 0);
     put_cstr(&w, l->name);

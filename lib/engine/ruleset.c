@@ -24,6 +24,12 @@ static ident identity(const char *domain, const unsigned char *path, size_t path
                           l->burst,    (uint64_t)l->window_us, l->sub_windows,
                           l->unlimited};
     XXH3_128bits_update(&s, fields, sizeof(fields));
+    if (l->warmup_us) {
+        /* another state shape: a counter of its own; limits without a
+         * warm-up keep the identity they always had */
+        uint64_t warm[2] = {(uint64_t)l->warmup_us, l->cold_factor};
+        XXH3_128bits_update(&s, warm, sizeof(warm));
+    }
     if (l->name)
         XXH3_128bits_update(&s, l->name, strlen(l->name) + 1);
     XXH128_hash_t h = XXH3_128bits_digest(&s);

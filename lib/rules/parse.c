@@ -41,6 +41,8 @@ enum rl_field {
     RL_CALENDAR,
     RL_TIME_ZONE,
     RL_SKETCH,
+    RL_WARMUP,
+    RL_COLD_FACTOR,
     RL_N
 };
 
@@ -63,6 +65,8 @@ static const char *const rl_names[RL_N] = {
     [RL_CALENDAR] = "calendar",
     [RL_TIME_ZONE] = "time_zone",
     [RL_SKETCH] = "sketch",
+    [RL_WARMUP] = "warmup",
+    [RL_COLD_FACTOR] = "cold_factor",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -345,6 +349,22 @@ static weir_rule_limit *read_rate_limit(yp *p)
                     l->sketch_bytes = (size_t)bytes;
             }
             break;
+        case RL_WARMUP:
+            if ((s = weir__yp_scalar(p, "warmup")) != NULL) {
+                const char *why = weir__rules_parse_duration(s, &l->warmup_us);
+                if (why)
+                    ERR(p, at[k], "warmup '%.64s' %s", s, why);
+                else if (l->warmup_us > WEIR_MAX_WARMUP_US)
+                    ERR(p, at[k], "warmup '%.64s' must be at most 1 day", s);
+            }
+            break;
+        case RL_COLD_FACTOR:
+            if (weir__yp_u64(p, "cold_factor", WEIR_MAX_COLD_FACTOR, &v)) {
+                if (v < 1)
+                    ERR(p, at[k], "cold_factor must be from 1 to %u", WEIR_MAX_COLD_FACTOR);
+                l->cold_factor = (uint32_t)v;
+            }
+            break;
         case RL_N:
             break;
         }
@@ -376,7 +396,8 @@ static weir_rule_limit *read_rate_limit(yp *p)
             ERR(p, at[RL_UNIT], "should not specify rate limit unit when unlimited");
         if (has_window)
             ERR(p, at[RL_WINDOW], "should not specify rate limit window when unlimited");
-        static const enum rl_field moot[] = {RL_ALGORITHM, RL_BURST, RL_SUB_WINDOWS};
+        static const enum rl_field moot[] = {RL_ALGORITHM, RL_BURST, RL_SUB_WINDOWS, RL_WARMUP,
+                                             RL_COLD_FACTOR};
         for (size_t i = 0; i < sizeof(moot) / sizeof(moot[0]); i++) {
             if (seen & (UINT64_C(1) << moot[i]))
                 ERR(p, at[moot[i]], "'%s' has no effect when unlimited", rl_names[moot[i]]);
@@ -416,6 +437,11 @@ static weir_rule_limit *read_rate_limit(yp *p)
             ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");
         if ((seen & (UINT64_C(1) << RL_BURST)) && !algo_has_burst(l->algorithm))
             ERR(p, at[RL_BURST], "'burst' does not apply to %s", weir_algorithm_name(l->algorithm));
+        if ((seen & (UINT64_C(1) << RL_WARMUP)) && l->algorithm != WEIR_ALGO_TOKEN_BUCKET)
+            ERR(p, at[RL_WARMUP], "'warmup' only applies to token_bucket, not %s",
+                weir_algorithm_name(l->algorithm));
+        else if ((seen & (UINT64_C(1) << RL_COLD_FACTOR)) && !(seen & (UINT64_C(1) << RL_WARMUP)))
+            ERR(p, at[RL_COLD_FACTOR], "'cold_factor' needs 'warmup'");
     }
     if (ld->n_errors != errors_before)
         return NULL;
@@ -424,7 +450,9 @@ static weir_rule_limit *read_rate_limit(yp *p)
                                 .limit = l->requests_per_unit,
                                 .window_us = l->window_us,
                                 .burst = l->burst,
-                                .sub_windows = l->sub_windows};
+                                .sub_windows = l->sub_windows,
+                                .warmup_us = l->warmup_us,
+                                .cold_factor = l->cold_factor};
         weir_status st = weir_limit_compile(&spec, &l->compiled);
         if (st != WEIR_OK) {
             ERR(p, start, "limit not accepted: %s (%s, %u per %lld us, burst %llu, sub_windows %u)",

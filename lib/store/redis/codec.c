@@ -59,15 +59,17 @@ static uint64_t nonneg(int64_t v)
     return v > 0 ? (uint64_t)v : 0u;
 }
 
-/* A limit's argument: its 8 fields, a space apart. */
+/* A limit's argument: its 8 fields, a space apart, and 2 more for a
+ * warm-up. */
 static void arg_limit(argv_out *o, const weir_limit *l)
 {
-    const uint64_t f[8] = {
+    const uint64_t f[10] = {
         (uint64_t)l->algorithm, l->limit,        nonneg(l->window_us), l->burst,
-        l->sub_windows,         nonneg(l->unit), nonneg(l->rate),      nonneg(l->capacity)};
+        l->sub_windows,         nonneg(l->unit), nonneg(l->rate),      nonneg(l->capacity),
+        nonneg(l->warmup_us),   l->cold_factor};
     const char *s = o->num;
     size_t n = 0;
-    for (size_t i = 0; i < 8; i++) {
+    for (size_t i = 0; i < (l->warmup_us > 0 ? 10u : 8u); i++) {
         if (i) {
             *o->num++ = ' ';
             n++;
@@ -98,7 +100,8 @@ static bool same_limit(const weir_limit *a, const weir_limit *b)
     return a == b ||
            (a->algorithm == b->algorithm && a->limit == b->limit && a->window_us == b->window_us &&
             a->burst == b->burst && a->sub_windows == b->sub_windows && a->unit == b->unit &&
-            a->rate == b->rate && a->capacity == b->capacity);
+            a->rate == b->rate && a->capacity == b->capacity && a->warmup_us == b->warmup_us &&
+            a->cold_factor == b->cold_factor);
 }
 
 static size_t limit_hash(const weir_limit *l)
@@ -328,7 +331,11 @@ weir_status weir__redis_limit_fits(const weir_limit *lim)
     case WEIR_ALGO_LEAKY_BUCKET:
     case WEIR_ALGO_LEAKY_SHAPER:
         /* the level and every drain time below 2^52, so that one plus a
-         * clock's step back (< 2^52) stays below 2^53 */
+         * clock's step back (< 2^52) stays below 2^53; a warm-up's cost,
+         * up to cold_factor x the capacity, too (cold_factor x warmup_us
+         * is below 2^43, and its heat below 2^37) */
+        if (lim->warmup_us > 0)
+            return lim->capacity <= (P52 - 1) / (int64_t)lim->cold_factor ? WEIR_OK : WEIR_ERANGE;
         return lim->capacity < P52 ? WEIR_OK : WEIR_ERANGE;
     case WEIR_ALGO_GCRA: {
         /* the TAT, up to 2^52 us + the capacity, below 2^53 us (and, as in

@@ -27,8 +27,9 @@
  *            once (1 <= L <= k)
  *   limit_l  one argument, weir_limit's fields in decimal, one space
  *            apart: "algorithm limit window_us burst sub_windows unit rate
- *            capacity" (the script keeps what it parsed from call to call,
- *            by this text)
+ *            capacity", then " warmup_us cold_factor" for a token bucket
+ *            with a warm-up (the script keeps what it parsed from call to
+ *            call, by this text)
  *   m        the number of batches
  *   batch_j  3 arguments, then 4 per op of the batch:
  *              now_us  decimal microseconds, or "-" for Redis's own clock
@@ -108,8 +109,9 @@ extern const size_t weir__redis_script_len;
 #define WEIR__REDIS_OP_ARGS 4u
 /* Arguments of a batch before its ops: now, flags, n. */
 #define WEIR__REDIS_BATCH_ARGS 3u
-/* Bytes of a limit's text: 8 numbers of up to 20 digits, 7 spaces. */
-#define WEIR__REDIS_LIMIT_BYTES 167u
+/* Bytes of a limit's text: 10 numbers of up to 20 digits, 9 spaces (8
+ * and 7 but for a warm-up). */
+#define WEIR__REDIS_LIMIT_BYTES 209u
 /* Integers in the reply: one, then at most this many per op. */
 #define WEIR__REDIS_REPLY_MAX_PER_OP 6u
 

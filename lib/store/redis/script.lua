@@ -9,7 +9,8 @@ the memory store's run_atomic() does (lib/store/memstore.c).
 Keys: one per op (format 3: no key declared, and "3", k and the keys
 come first among the arguments). Arguments: 2 (the format), L, L limits (each one
 argument, "algorithm limit window_us burst sub_windows unit rate
-capacity"), m, then per batch "now flags n" and 4 per op: kind hits lease
+capacity", and for a token bucket with a warm-up " warmup_us
+cold_factor" after them), m, then per batch "now flags n" and 4 per op: kind hits lease
 and the index (1 .. L) of its limit. Reply: Redis's TIME in microseconds
 when a batch's now was "-" (else 0), then per op its status when it
 failed, else limit x 8 + flags (1 allowed, 2 delay follows, 4 lease
@@ -24,7 +25,8 @@ A script sets up its helpers again at every call; a library does it once.
 State, one key per op (times in integer microseconds):
   token_bucket, leaky_bucket, leaky_bucket_shaper (1, 3, 4)
       a string, struct "<Bdd": the algorithm, the level (in 1/unit of a
-      request), the time of the last charge.
+      request), the time of the last charge; a token bucket with a
+      warm-up, "<Bddd": and the key's heat (microseconds, 0 .. warmup_us).
   gcra (2)
       "<Bdd": 2, the TAT's whole microseconds, the nanoseconds past them.
   fixed_window (5)
@@ -272,11 +274,17 @@ local function sget(key, i)
 end
 
 -- The fixed-size string state of op i's key (bucket, GCRA, fixed window:
--- a tag and two numbers), or nothing when absent or of another shape.
-local function state3(key, i)
+-- a tag and two numbers; `warm`: a token bucket with a warm-up, and its
+-- heat), or nothing when absent or of another shape. (struct.unpack adds
+-- the position after the values: a caller takes only what it asked for.)
+local function state3(key, i, warm)
     local v = sget(key, i)
-    if v and #v == 17 then
-        return sunpack('<Bdd', v)
+    if v then
+        if #v == 17 and not warm then
+            return sunpack('<Bdd', v)
+        elseif #v == 25 and warm then
+            return sunpack('<Bddd', v)
+        end
     end
 end
 
@@ -419,17 +427,90 @@ local function drain_time(units, rate)
     return cdiv(units, rate)
 end
 
+-- bucket.c's warm-up (L.warm > 0, a token bucket): the heat `elapsed`
+-- microseconds after a charge that left `level` (busy first, then at rest)
+local function heat_after(L, heat, level, elapsed)
+    local busy = drain_time(level, L.rate)
+    if busy > elapsed then
+        busy = elapsed
+    end
+    heat = heat + busy
+    if heat > L.warm then
+        heat = L.warm
+    end
+    heat = heat - (elapsed - busy)
+    return heat > 0 and heat or 0
+end
+
+-- The units a request of h (<= burst) costs at `heat`: h * unit * cf * W /
+-- (W + (cf - 1) * heat) rounded up, at most the capacity
+local function warm_cost(L, h, heat)
+    local c = muldiv_up(h * L.unit, L.cold, L.warm + L.cf1 * heat)
+    return c < L.cap and c or L.cap
+end
+
+-- g(d): the wait h needs at the cost it would have d microseconds on, the
+-- bucket at `level` (> 0) and the key at `heat` now (it warms all the wait
+-- long); 0 when that cost fits
+local function wait_at(L, level, heat, h, d)
+    local hd = heat + d
+    if hd > L.warm then
+        hd = L.warm
+    end
+    local over = level - (L.cap - warm_cost(L, h, hd))
+    return over > 0 and drain_time(over, L.rate) or 0
+end
+
+-- The least wait d for a denied h, g(d) <= d: g falls as d grows, so g(0)
+-- is enough and nothing below g(hi) is; a few rounds narrow the bracket,
+-- bisection closes it (warmup.c)
+local function warm_wait(L, level, heat, h)
+    local hi = wait_at(L, level, heat, h, 0)
+    local lo = wait_at(L, level, heat, h, hi) - 1
+    if lo < 0 then
+        lo = 0
+    end
+    for _ = 1, 3 do
+        if hi - lo <= 1 then
+            break
+        end
+        local x = wait_at(L, level, heat, h, lo + 1)
+        if x < lo + 1 then
+            x = lo + 1
+        end
+        if x < hi then
+            hi = x
+        end
+        x = wait_at(L, level, heat, h, hi) - 1
+        if x > lo then
+            lo = x
+        end
+    end
+    while hi - lo > 1 do
+        local mid = lo + floor((hi - lo) / 2)
+        if wait_at(L, level, heat, h, mid) <= mid then
+            hi = mid
+        else
+            lo = mid
+        end
+    end
+    return hi
+end
+
 -- bucket.c: the token bucket, the leaky bucket policer and shaper
 local function bucket(key, L, now, hits, write, i)
-    local algo, burst, unit, rate, cap = L.algo, L.burst, L.unit, L.rate, L.cap
-    local level, last = 0, 0
-    local tag, l, t = state3(key, i)
+    local algo, burst, unit, rate, cap, warm = L.algo, L.burst, L.unit, L.rate, L.cap, L.warm
+    local level, last, heat = 0, 0, 0
+    local tag, l, t, h = state3(key, i, warm > 0)
     if tag == algo and l >= 0 and l <= cap and l % 1 == 0 and t >= 0 and t <= P52 and
-        t % 1 == 0 then
-        level, last = l, t
+        t % 1 == 0 and (warm == 0 or (h >= 0 and h <= warm and h % 1 == 0)) then
+        level, last, heat = l, t, warm > 0 and h or 0
     end
     -- a clock that went backwards drains nothing
     local t = last > now and last or now
+    if warm > 0 then
+        heat = heat_after(L, heat, level, t - last)
+    end
     local drained = (t - last) * rate -- if it rounds, it is far above the level
     if drained >= level then
         level = 0
@@ -438,6 +519,9 @@ local function bucket(key, L, now, hits, write, i)
     end
     local back = t - now
     local need = (hits > 0 and hits or 1) * unit
+    if warm > 0 and hits <= burst then
+        need = warm_cost(L, hits > 0 and hits or 1, heat)
+    end
     local allowed, retry, delay, after = 0, 0, 0, level
     if hits <= burst and need <= cap - level then
         allowed = 1
@@ -449,6 +533,8 @@ local function bucket(key, L, now, hits, write, i)
         end
     elseif hits > burst then
         retry = -1
+    elseif warm > 0 then
+        retry = warm_wait(L, level, heat, hits > 0 and hits or 1) + back
     else
         retry = drain_time(level - (cap - need), rate) + back
     end
@@ -456,13 +542,26 @@ local function bucket(key, L, now, hits, write, i)
     if after > 0 then
         reset = (rate == 1 and after or cdiv(after, rate)) + back
     end
-    if write and allowed == 1 and hits > 0 then
-        sset(key, spack('<Bdd', algo, after, t), reset)
+    local one = unit
+    if warm > 0 then
+        -- at rest once drained and then cold
+        local rest = after > 0 and reset - back or 0
+        local hot = heat + rest
+        rest = rest + (hot < warm and hot or warm)
+        reset = rest > 0 and rest + back or 0
+        one = warm_cost(L, 1, heat)
     end
-    local x = cap - after -- remaining: idiv(x, unit), inline
-    local rem = x / unit
+    if write and allowed == 1 and hits > 0 then
+        if warm > 0 then
+            sset(key, spack('<Bddd', algo, after, t, heat), reset)
+        else
+            sset(key, spack('<Bdd', algo, after, t), reset)
+        end
+    end
+    local x = cap - after -- remaining: idiv(x, one), inline
+    local rem = x / one
     rem = rem - rem % 1
-    if rem * unit > x then
+    if rem * one > x then
         rem = rem - 1
     end
     local n = nout
@@ -971,6 +1070,8 @@ local FAMILY = {bucket, gcra, bucket, bucket, fixed, slog, counter, conc}
 -- the algorithms whose state is a string (sget/sset)
 local STRING = {true, true, true, true, true, false, true, false}
 local LIMIT = '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$'
+-- a token bucket with a warm-up: two more, warmup_us and cold_factor
+local LIMIT_WARM = '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$'
 local PARSED_MAX = 1000
 
 -- Limits parsed, by their argument. A library keeps them from call to call
@@ -986,11 +1087,19 @@ local function lim(s)
         return L
     end
     local al, li, wi, bu, k, un, ra, ca = smatch(s, LIMIT)
+    local wu, cf
     if not al then
-        return nil
+        al, li, wi, bu, k, un, ra, ca, wu, cf = smatch(s, LIMIT_WARM)
+        if not al then
+            return nil
+        end
     end
     L = {algo = tonumber(al), limit = tonumber(li), window = tonumber(wi), burst = tonumber(bu),
-         k = tonumber(k), unit = tonumber(un), rate = tonumber(ra), cap = tonumber(ca)}
+         k = tonumber(k), unit = tonumber(un), rate = tonumber(ra), cap = tonumber(ca),
+         warm = wu and tonumber(wu) or 0}
+    if L.warm > 0 then
+        L.cf1, L.cold = tonumber(cf) - 1, tonumber(cf) * L.warm
+    end
     L.f, L.string, L.ban = FAMILY[L.algo], STRING[L.algo], L.limit == 0
     -- a result's head (codec.h): its limit is the burst for the buckets
     -- and GCRA, the limit for the others
@@ -1107,7 +1216,7 @@ local function refund(key, L, now, hits, i)
         return 0 -- a lease goes back by RELEASE; the counter below
     end
     local ttl = ttl_of(key)
-    local tag, x, y = state3(key, i)
+    local tag, x, y, z = state3(key, i, L.warm > 0)
     if not ttl or tag ~= algo then
         return 0
     end
@@ -1131,6 +1240,9 @@ local function refund(key, L, now, hits, i)
             x, t = now, 0
         end
         sset(key, spack('<Bdd', 2, x, t * d), ttl)
+    elseif L.warm > 0 then -- a warm-up: the level down by what hits cost at the heat kept
+        local need = hits <= L.burst and warm_cost(L, hits, z) or L.cap
+        sset(key, spack('<Bddd', algo, x > need and x - need or 0, y, z), ttl)
     else -- the buckets: the level down by hits units
         local need = hits * L.unit
         sset(key, spack('<Bdd', algo, x > need and x - need or 0, y), ttl)

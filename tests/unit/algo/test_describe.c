@@ -21,7 +21,11 @@
 static weir_limit compile(weir_algorithm algo, uint64_t limit, int64_t window_us, uint64_t burst,
                           uint32_t sub_windows)
 {
-    weir_limit_spec spec = {algo, limit, window_us, burst, sub_windows};
+    weir_limit_spec spec = {.algorithm = algo,
+                            .limit = limit,
+                            .window_us = window_us,
+                            .burst = burst,
+                            .sub_windows = sub_windows};
     weir_limit lim;
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
     return lim;

@@ -97,7 +97,8 @@ static void on_done(void *arg, const weir_key_outcome *out)
 /* GCRA: @burst at once, @rate per second. */
 static weir_limit gcra(uint64_t burst, uint64_t rate)
 {
-    weir_limit_spec spec = {WEIR_ALGO_GCRA, rate, S, burst, 0};
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_GCRA, .limit = rate, .window_us = S, .burst = burst};
     weir_limit l;
     assert_int_equal(weir_limit_compile(&spec, &l), WEIR_OK);
     return l;

@@ -219,6 +219,28 @@ static const err_case err_cases[] = {
      14, "'burst' must be a whole number"},
     {"burst_on_fixed_window", RL("      unit: second\n      burst: 5\n"), 6, 14,
      "'burst' does not apply to fixed_window"},
+    {"warmup_on_gcra", RL("      unit: second\n      algorithm: gcra\n      warmup: 30s\n"), 7, 15,
+     "'warmup' only applies to token_bucket, not gcra"},
+    {"warmup_on_default", RL("      unit: second\n      warmup: 30s\n"), 6, 15,
+     "'warmup' only applies to token_bucket, not fixed_window"},
+    {"warmup_zero", RL("      unit: second\n      algorithm: token_bucket\n      warmup: 0s\n"), 7,
+     15, "warmup '0s' must be positive"},
+    {"warmup_too_long",
+     RL("      unit: second\n      algorithm: token_bucket\n      warmup: 25h\n"), 7, 15,
+     "warmup '25h' must be at most 1 day"},
+    {"warmup_when_unlimited", RL("      unlimited: true\n      warmup: 30s\n"), 6, 15,
+     "'warmup' has no effect when unlimited"},
+    {"cold_factor_alone",
+     RL("      unit: second\n      algorithm: token_bucket\n      cold_factor: 3\n"), 7, 20,
+     "'cold_factor' needs 'warmup'"},
+    {"cold_factor_zero",
+     RL("      unit: second\n      algorithm: token_bucket\n      warmup: 1m\n      cold_factor: "
+        "0\n"),
+     8, 20, "cold_factor must be from 1 to 100"},
+    {"cold_factor_too_large",
+     RL("      unit: second\n      algorithm: token_bucket\n      warmup: 1m\n      cold_factor: "
+        "101\n"),
+     8, 20, "'cold_factor' is too large: '101' (at most 100)"},
     {"sub_windows_on_bucket",
      RL("      unit: second\n      algorithm: token_bucket\n      sub_windows: 4\n"), 7, 20,
      "'sub_windows' only applies to sliding_window_counter"},
@@ -469,6 +491,29 @@ static void units_case_insensitive(void **unused)
 }
 
 /* ------------------------------------------------------------ extensions */
+
+static void warmup_fields(void **unused)
+{
+    (void)unused;
+    weir_rules *r =
+        load_ok("domain: api\n"
+                "descriptors:\n"
+                "  - key: user\n"
+                "    rate_limits:\n"
+                "      - {unit: second, requests_per_unit: 100, algorithm: token_bucket,"
+                " warmup: 30s}\n"
+                "      - {unit: minute, requests_per_unit: 60, algorithm: token_bucket,"
+                " warmup: 2m, cold_factor: 5}\n");
+    const weir_rule *n = weir_rules_domain_rule(weir_rules_domain_at(r, 0), 0);
+    const weir_rule_limit *a = weir_rule_limit_at(n, 0), *b = weir_rule_limit_at(n, 1);
+    assert_int_equal(a->warmup_us, 30 * S);
+    assert_int_equal(a->cold_factor, 0);
+    assert_int_equal(a->compiled.warmup_us, 30 * S);
+    assert_int_equal(a->compiled.cold_factor, WEIR_DEFAULT_COLD_FACTOR);
+    assert_int_equal(b->compiled.warmup_us, 120 * S);
+    assert_int_equal(b->compiled.cold_factor, 5);
+    weir_rules_free(r);
+}
 
 static void extensions(void **unused)
 {
@@ -1147,6 +1192,7 @@ int main(void)
         cmocka_unit_test(upstream_wildcard_unlimited_replaces_shadow),
         cmocka_unit_test(units_case_insensitive),
         cmocka_unit_test(extensions),
+        cmocka_unit_test(warmup_fields),
         cmocka_unit_test(failure_modes_and_local_share),
         cmocka_unit_test(sync_local),
         cmocka_unit_test(durations),

@@ -253,7 +253,7 @@ static void test_breaker_lost_probe(void **state)
 
 static weir_limit limit_of(weir_algorithm algo, uint64_t limit)
 {
-    weir_limit_spec spec = {algo, limit, 1000000, 0, 0};
+    weir_limit_spec spec = {.algorithm = algo, .limit = limit, .window_us = 1000000};
     weir_limit l;
     assert_int_equal(weir_limit_compile(&spec, &l), WEIR_OK);
     return l;

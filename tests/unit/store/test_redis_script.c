@@ -143,6 +143,22 @@ static weir_limit compile4(weir_algorithm a, uint64_t limit, int64_t window, uin
     return lim;
 }
 
+/* A token bucket with a warm-up. */
+static weir_limit warm(uint64_t limit, int64_t window, uint64_t burst, int64_t warmup_us,
+                       uint32_t cold_factor)
+{
+    weir_limit_spec sp = {.algorithm = WEIR_ALGO_TOKEN_BUCKET,
+                          .limit = limit,
+                          .window_us = window,
+                          .burst = burst,
+                          .warmup_us = warmup_us,
+                          .cold_factor = cold_factor};
+    weir_limit lim;
+    assert_int_equal(weir_limit_compile(&sp, &lim), WEIR_OK);
+    assert_int_equal(weir__redis_limit_fits(&lim), WEIR_OK);
+    return lim;
+}
+
 static weir_limit compile(weir_algorithm a, uint64_t limit, int64_t window)
 {
     return compile4(a, limit, window, 0, 0);
@@ -687,9 +703,15 @@ static uint64_t pick(test_rng *rng, const uint64_t *v, size_t n)
     return v[rng_below(rng, n)];
 }
 
+/* Token buckets: with a warm-up always (the warm-up traces), else half
+ * the time. */
+static bool g_warmup;
+
 /* A random limit of algorithm @a that compiles and fits. */
 static weir_limit random_limit(test_rng *rng, weir_algorithm a)
 {
+    static const int64_t warmups[] = {1, 7, 1000, S, 10 * S, MIN, HOUR, DAY};
+    static const uint32_t factors[] = {0, 1, 2, 3, 3, 10, 100};
     static const uint64_t limits[] = {1, 1, 2, 3, 5, 7, 10, 60, 100, 1000, 999999, 1000000};
     static const uint64_t small[] = {1, 1, 2, 3, 4, 5, 7, 10, 32, 100};
     static const uint64_t windows[] = {1,      3,     7,       1000, 999,      S,
@@ -709,6 +731,14 @@ static weir_limit random_limit(test_rng *rng, weir_algorithm a)
             sp.sub_windows = (uint32_t)pick(rng, subs, 10);
             if (sp.window_us % sp.sub_windows != 0)
                 continue;
+        }
+        if (a == WEIR_ALGO_TOKEN_BUCKET && (g_warmup || rng_below(rng, 2))) {
+            /* a warm-up of a few windows, or one of the list */
+            int64_t w = rng_below(rng, 2) && sp.window_us <= DAY
+                            ? sp.window_us * (1 + (int64_t)rng_below(rng, 5))
+                            : warmups[rng_below(rng, 8)];
+            sp.warmup_us = w < DAY ? w : DAY;
+            sp.cold_factor = factors[rng_below(rng, 7)];
         }
         weir_limit lim;
         if (weir_limit_compile(&sp, &lim) != WEIR_OK || weir__redis_limit_fits(&lim) != WEIR_OK)
@@ -929,6 +959,14 @@ static void random_token_bucket(void **unused)
 {
     (void)unused;
     random_trace("random:token_bucket", WEIR_ALGO_TOKEN_BUCKET, CALLS, false);
+}
+
+static void random_token_bucket_warmup(void **unused)
+{
+    (void)unused;
+    g_warmup = true;
+    random_trace("random:token_bucket_warmup", WEIR_ALGO_TOKEN_BUCKET, 2 * CALLS, false);
+    g_warmup = false;
 }
 
 static void random_gcra(void **unused)
@@ -1224,6 +1262,20 @@ static void limits_fit_at_their_bounds(void **unused)
         assert_int_equal(fits_spec((weir_algorithm)a, 1, P51, 2, 0), WEIR_ERANGE);
     }
     exact_at("edge:token_bucket", compile4(WEIR_ALGO_TOKEN_BUCKET, 1, third, 3, 0));
+    /* a warm-up: cold_factor x capacity < 2^52 too (2^52 - 1 = 3 x 5 x ...) */
+    weir_limit_spec ws = {.algorithm = WEIR_ALGO_TOKEN_BUCKET,
+                          .limit = 1,
+                          .window_us = (P52 - 1) / 15,
+                          .burst = 3,
+                          .warmup_us = DAY,
+                          .cold_factor = 5};
+    weir_limit wl;
+    assert_int_equal(weir_limit_compile(&ws, &wl), WEIR_OK);
+    assert_int_equal(weir__redis_limit_fits(&wl), WEIR_OK);
+    exact_at("edge:token_bucket_warmup", wl);
+    ws.cold_factor = 6;
+    assert_int_equal(weir_limit_compile(&ws, &wl), WEIR_OK);
+    assert_int_equal(weir__redis_limit_fits(&wl), WEIR_ERANGE);
     exact_at("edge:leaky_shaper", compile4(WEIR_ALGO_LEAKY_SHAPER, 1, third, 3, 0));
 
     /* GCRA: capacity <= 2^51 us, and below 2^53 ticks of gcd(unit, 1000) ns */
@@ -1396,6 +1448,7 @@ static void refund_gives_back_a_take(void **unused)
     flushall();
     const weir_limit lims[] = {
         compile4(WEIR_ALGO_TOKEN_BUCKET, 10, S, 20, 0),
+        warm(10, S, 20, MIN, 3),
         compile4(WEIR_ALGO_GCRA, 10, S, 20, 0),
         compile4(WEIR_ALGO_GCRA, 7, 3 * S, 5, 0),
         compile4(WEIR_ALGO_LEAKY_BUCKET, 10, S, 20, 0),
@@ -2224,6 +2277,7 @@ int main(void)
         cmocka_unit_test(bans),
         cmocka_unit_test(atomic_denial_charges_nothing),
         cmocka_unit_test(random_token_bucket),
+        cmocka_unit_test(random_token_bucket_warmup),
         cmocka_unit_test(random_gcra),
         cmocka_unit_test(random_leaky_bucket),
         cmocka_unit_test(random_leaky_shaper),

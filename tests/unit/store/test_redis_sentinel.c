@@ -274,7 +274,8 @@ static void no_sentinel_to_ask(void **unused)
     weir_loop_adapter a = weir_libuv_adapter(&loop);
     weir_store_session *ss;
     assert_int_equal(weir_store_session_new(s, &a, &ss), WEIR_OK);
-    weir_limit_spec spec = {WEIR_ALGO_TOKEN_BUCKET, 3, 3600 * 1000000LL, 0, 0};
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_TOKEN_BUCKET, .limit = 3, .window_us = 3600 * 1000000LL};
     weir_limit lim;
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
     weir_op op;

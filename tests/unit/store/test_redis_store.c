@@ -57,7 +57,8 @@ static void rig_open(rig *r, weir_redis_options *o, bool unix_socket)
     assert_int_equal(uv_loop_init(&r->loop), 0);
     weir_loop_adapter a = weir_libuv_adapter(&r->loop);
     assert_int_equal(weir_store_session_new(r->store, &a, &r->ss), WEIR_OK);
-    weir_limit_spec spec = {WEIR_ALGO_TOKEN_BUCKET, 3, 3600 * 1000000LL, 0, 0};
+    weir_limit_spec spec = {
+        .algorithm = WEIR_ALGO_TOKEN_BUCKET, .limit = 3, .window_us = 3600 * 1000000LL};
     assert_int_equal(weir_limit_compile(&spec, &r->lim), WEIR_OK);
 }
 

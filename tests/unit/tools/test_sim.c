@@ -151,6 +151,23 @@ static void shaper_reports_its_delay_and_counts_when_requests_proceed(void **unu
     weir_trace_free(&t);
 }
 
+/* --warmup reaches the token bucket alone: 10 at once from a cold key of
+ * 30 per second (a third of its burst), the others as without it. */
+static void warmup_slows_the_cold_token_bucket(void **unused)
+{
+    (void)unused;
+    weir_sim_config cfg = {
+        .limit = 30, .window_us = S, .hold_us = 1, .warmup_us = 10 * S, .cold_factor = 3};
+    weir_trace t;
+    weir_trace_init(&t);
+    for (int i = 0; i < 40; i++)
+        push(&t, 0, 0, 1);
+    weir_sim_report rep = run(&cfg, &t);
+    assert_int_equal(row_of(&rep, WEIR_ALGO_TOKEN_BUCKET)->admitted, 10);
+    assert_int_equal(row_of(&rep, WEIR_ALGO_FIXED_WINDOW)->admitted, 30);
+    weir_trace_free(&t);
+}
+
 static void a_cost_past_the_limit_is_denied_everywhere(void **unused)
 {
     (void)unused;
@@ -624,6 +641,12 @@ static void command_line_exit_codes(void **unused)
     assert_int_equal(
         cli_stderr((const char *[]){"steady", "--rate", "1000000", NULL}, err, sizeof(err)), 2);
     assert_non_null(strstr(err, "over the cap of 1000000"));
+    assert_int_equal(cli((const char *[]){"steady", "--warmup", "2s", "--cold-factor", "4", NULL}),
+                     0);
+    assert_int_equal(cli_stderr((const char *[]){"--cold-factor", "2", NULL}, err, sizeof(err)), 2);
+    assert_non_null(strstr(err, "--cold-factor needs --warmup"));
+    assert_int_equal(cli_stderr((const char *[]){"--warmup", "2d", NULL}, err, sizeof(err)), 2);
+    assert_non_null(strstr(err, "token_bucket refuses a limit of 10 per 1s with this --warmup"));
 
     char *good = write_temp("time_us,key,cost\n0,a\n10,b,2\n20,a\n");
     assert_int_equal(cli((const char *[]){"--trace", good, "--limit", "2", NULL}), 0);
@@ -721,6 +744,7 @@ int main(void)
         cmocka_unit_test(formats_durations),
         cmocka_unit_test(exact_results_on_a_small_trace),
         cmocka_unit_test(shaper_reports_its_delay_and_counts_when_requests_proceed),
+        cmocka_unit_test(warmup_slows_the_cold_token_bucket),
         cmocka_unit_test(a_cost_past_the_limit_is_denied_everywhere),
         cmocka_unit_test(keys_are_independent),
         cmocka_unit_test(boundary_shows_the_fixed_window_exploit),

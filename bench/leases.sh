@@ -7,9 +7,12 @@
 #   make bench-leases              # 10 pairs of 5 s runs, about 2 min
 #   ROUNDS=5 DURATION=10 bench/leases.sh
 #
-# wrk drives both (bench/http/lease_pairs.lua alternates acquire and
-# release). A pair is two requests, so its cost against a check is
-# (check requests/s) / (lease requests/s / 2); the target is at most 2.
+# wrk drives both through the same Lua hooks (bench/http/lease_pairs.lua
+# alternates acquire and release; check_same_client.lua asks GET
+# /v1/check with the same client work), so that the client's share of
+# the two shared cores is alike on both sides. A pair is two requests, so
+# its cost against a check is (check requests/s) / (lease requests/s /
+# 2); the target is at most 2.
 # Limits are far above the load: every request is admitted.
 set -euo pipefail
 
@@ -40,10 +43,27 @@ hport=$(free_port)
 pids+=($!)
 wait_port "$hport"
 
-run() { # $1: the wrk arguments after the URL's base
-    wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" | awk '/^Requests\/sec/ {print $2} /Non-2xx/ {print "non2xx " $NF > "/dev/stderr"}'
+# weir's CPU time so far, in microseconds: its threads' run time from
+# /proc (schedstat, in nanoseconds)
+weir_cpu_us() {
+    cat /proc/"${pids[0]}"/task/*/schedstat | awk '{ns += $1} END {printf "%.0f\n", ns / 1000}'
 }
-check() { run "http://127.0.0.1:$hport/v1/check?domain=bench&key=k1"; }
+
+# one run: "requests/s µs-of-weir's-CPU-a-request"; a refused answer
+# (non-2xx) would mean the limits were reached: the run stops the bench
+run() {
+    local c0 c1 out
+    c0=$(weir_cpu_us)
+    out=$(wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@")
+    c1=$(weir_cpu_us)
+    if grep -q Non-2xx <<<"$out"; then
+        echo "non-2xx answers: $out" >&2
+        exit 1
+    fi
+    awk -v cpu=$((c1 - c0)) '/ requests in / {n = $1} /^Requests\/sec/ {r = $2}
+        END {printf "%s %.3f\n", r, cpu / n}' <<<"$out"
+}
+check() { run -s bench/http/check_same_client.lua "http://127.0.0.1:$hport"; }
 leases() { run -s bench/http/lease_pairs.lua "http://127.0.0.1:$hport"; }
 
 check >/dev/null # warm-up
@@ -57,15 +77,23 @@ for round in $(seq "$ROUNDS"); do
         l+=("$(leases)")
         c+=("$(check)")
     fi
-    printf 'round %d: check %s/s, acquire+release %s requests/s\n' "$round" "${c[-1]}" "${l[-1]}"
+    printf 'round %d: check %s (requests/s, µs CPU each); acquire+release %s\n' "$round" \
+        "${c[-1]}" "${l[-1]}"
 done
 python3 - "${c[*]}" "${l[*]}" <<'PY'
 import statistics, sys
-c = [float(x) for x in sys.argv[1].split()]
-l = [float(x) for x in sys.argv[2].split()]
-mc, ml = statistics.median(c), statistics.median(l)
-print(f"\nmedians of {len(c)} rounds: GET /v1/check {mc:,.0f}/s; "
-      f"acquire + release {ml:,.0f} requests/s = {ml / 2:,.0f} pairs/s")
-print(f"a pair's cost against a check: {mc / (ml / 2):.2f} (ratio of medians), "
-      f"{statistics.median(x / (y / 2) for x, y in zip(c, l)):.2f} (median of the rounds')")
+def pairs(s):
+    v = [float(x) for x in s.split()]
+    return v[0::2], v[1::2]
+cr, cc = pairs(sys.argv[1])
+lr, lc = pairs(sys.argv[2])
+m = statistics.median
+print(f"\nmedians of {len(cr)} rounds:")
+print(f"  GET /v1/check          {m(cr):>10,.0f} requests/s  {m(cc):6.2f} µs of weir's CPU each")
+print(f"  acquire + release      {m(lr):>10,.0f} requests/s  {m(lc):6.2f} µs each "
+      f"({m(lr) / 2:,.0f} pairs/s)")
+print(f"a pair against a check, throughput: {m(cr) / (m(lr) / 2):.2f} (ratio of medians), "
+      f"{m(x / (y / 2) for x, y in zip(cr, lr)):.2f} (median of the rounds')")
+print(f"a pair against a check, weir's CPU: {2 * m(lc) / m(cc):.2f} (ratio of medians), "
+      f"{m(2 * y / x for x, y in zip(cc, lc)):.2f} (median of the rounds')")
 PY

@@ -20,8 +20,14 @@ size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n)
             const weir_limit_outcome *o = &st[i].outcomes[j];
             if (!o->lease)
                 continue;
-            weir_buf_printf(b, ";%u,%lld,%llu,", o->requests_per_unit, (long long)o->window_us,
-                            (unsigned long long)o->lease);
+            /* a request's worth of these: not through printf */
+            weir_buf_putc(b, ';');
+            weir_buf_put_u64(b, o->requests_per_unit);
+            weir_buf_putc(b, ',');
+            weir_buf_put_u64(b, o->window_us > 0 ? (uint64_t)o->window_us : 0);
+            weir_buf_putc(b, ',');
+            weir_buf_put_u64(b, o->lease);
+            weir_buf_putc(b, ',');
             const unsigned char *key = o->key;
             for (size_t k = 0; k < o->key_len; k++) {
                 weir_buf_putc(b, hex[key[k] >> 4]);
@@ -50,6 +56,12 @@ static bool number(const char **p, const char *end, char stop, uint64_t max, uin
     *out = v;
     *p = s + 1;
     return true;
+}
+
+lease_token *lease_token_scratch(void)
+{
+    static _Thread_local lease_token tok;
+    return &tok;
 }
 
 static int hexval(char ch)

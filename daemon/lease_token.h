@@ -40,6 +40,11 @@ typedef struct lease_token {
     unsigned char keys[LEASE_TOKEN_MAX_BYTES / 2];
 } lease_token;
 
+/** A token read on this thread, for the caller to use until its next
+ *  call on the thread: a token is read and its leases' calls made (which
+ *  copy what they keep) in one go, so a worker needs only one. */
+lease_token *lease_token_scratch(void);
+
 /** Reads token @p (@len bytes) into @out. False, @out's count 0, when it
  *  is not a token as lease_token_put() writes them: empty, too long,
  *  another version, a number out of range or with a leading zero, a

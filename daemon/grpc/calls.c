@@ -222,10 +222,10 @@ static void leases_release(grpc_calls *gc, const stream *s, const weir_grpc_call
 {
     (void)gc;
     weir_grpc_error err;
-    lease_token *tok = malloc(sizeof(*tok));
+    lease_token *tok = lease_token_scratch();
     char *text = malloc(LEASE_TOKEN_MAX_BYTES);
     size_t len = 0;
-    if (!tok || !text) {
+    if (!text) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
     } else if (!weir_leases_decode_release(gcall->msg, gcall->msg_len, text, LEASE_TOKEN_MAX_BYTES,
                                            &len, &err)) {
@@ -236,7 +236,6 @@ static void leases_release(grpc_calls *gc, const stream *s, const weir_grpc_call
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
     }
     free(text);
-    free(tok); /* every call copied its key */
 }
 
 /* ------------------------------------------------------------ health */

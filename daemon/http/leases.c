@@ -116,13 +116,8 @@ static bool read_token(http_answer *a, const weir_http1_request *req, lease_toke
 
 void leases_release(http_answer *a, const weir_http1_request *req)
 {
-    lease_token *tok = malloc(sizeof(*tok));
-    if (!tok) {
-        http_answer_problem(a, 503, "out of memory");
-        return;
-    }
+    lease_token *tok = lease_token_scratch();
     if (read_token(a, req, tok) &&
         !lease_release_all(a->conn, tok, a->t0_ns, released, &a, sizeof(a)))
         http_answer_problem(a, 503, "out of memory");
-    free(tok); /* every call copied its key */
 }

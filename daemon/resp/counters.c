@@ -135,11 +135,7 @@ void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
     (void)argc;
-    lease_token *tok = malloc(sizeof(*tok));
-    if (!tok) {
-        weir_resp_errorf(resp_out(c), "ERR out of memory");
-        return;
-    }
+    lease_token *tok = lease_token_scratch();
     bool ok = lease_token_parse(argv[1].p, argv[1].n, tok);
     group *g = ok ? group_new(c, true) : NULL;
     if (!ok)
@@ -149,5 +145,4 @@ void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc)
                                         uv_hrtime()));
     if (g)
         group_end(g, false);
-    free(tok); /* every call copied its key */
 }

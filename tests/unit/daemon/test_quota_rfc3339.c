@@ -153,7 +153,7 @@ static void every_day(void **unused)
         int64_t us = day * INT64_C(86400000000) + sod_us;
         char out[QUOTA_TIME_TEXT_MAX];
         size_t n = quota_time_format(us, out);
-        char want[16];
+        char want[32]; /* room for any unsigned the compiler cannot bound */
         snprintf(want, sizeof(want), "%04u-%02u-%02uT", y, m, d);
         if (memcmp(out, want, 11) != 0)
             print_error("day %lld: %s, want %s\n", (long long)day, out, want);

@@ -296,8 +296,18 @@ static void on_key_decided(void *arg, const weir_key_outcome *out)
         release(c);
 }
 
+/* WEIR_TEST_DECISION_COST_US (server.h): the worker kept busy */
+static void test_cost(const worker *w)
+{
+    uint64_t until = uv_hrtime() + (uint64_t)w->srv->decision_cost_us * 1000u;
+    while (uv_hrtime() < until)
+        ;
+}
+
 weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
 {
+    if (w->srv->decision_cost_us)
+        test_cost(w);
     c->now_us = now_us;
     c->deciding = true;
     weir_status st;

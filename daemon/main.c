@@ -472,6 +472,9 @@ int weir_cli_serve(int argc, char **argv)
         return rc;
     dlog_setup(srv.opt.log_level, srv.opt.log_json);
     /* a fault for the tests, not a setting: no flag, no --help line */
+    const char *cost = getenv("WEIR_TEST_DECISION_COST_US");
+    if (cost)
+        srv.decision_cost_us = (unsigned)strtoul(cost, NULL, 10);
     const char *fail = getenv("WEIR_TEST_FAIL_CONN_ALLOC");
     if (fail)
         srv.fail_conn_alloc = (unsigned)strtoul(fail, NULL, 10);
@@ -488,6 +491,7 @@ int weir_cli_serve(int argc, char **argv)
         return 1;
     }
     metrics_set_near_ratio(srv.metrics, srv.opt.near_limit_ppm);
+    metrics_set_shed(srv.metrics, &srv.opt.shed);
     if (!metrics_set_top_keys(srv.metrics, (uint32_t)srv.opt.top_keys)) {
         fprintf(stderr, "weir serve: out of memory\n");
         return 1;

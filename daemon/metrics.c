@@ -323,6 +323,37 @@ void metrics_connection_evicted(metrics_shard *s, metrics_proto proto)
     atomic_fetch_add_explicit(&s->evicted[proto], 1, memory_order_relaxed);
 }
 
+void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio)
+{
+    if (prio < SHED_MAX_PRIORITIES)
+        atomic_fetch_add_explicit(&s->shed[proto][prio], 1, memory_order_relaxed);
+}
+
+void metrics_set_shed(metrics *m, const shed_config *c)
+{
+    m->shed = c;
+}
+
+static void render_shed(metrics *m, weir_buf *b)
+{
+    if (!m->shed)
+        return;
+    metrics_header(b, "weir_shed_total", "counter",
+                   "Requests weir answered overloaded instead of deciding them, by protocol and "
+                   "priority (--shed-lag).");
+    for (int p = 0; p < PROTO_N; p++)
+        for (unsigned i = 0; i < m->shed->n; i++) {
+            uint64_t v = 0;
+            for (unsigned k = 0; k < m->n_shards; k++)
+                v += atomic_load_explicit(&m->shards[k].shed[p][i], memory_order_relaxed);
+            weir_buf_printf(b, "weir_shed_total{protocol=\"%s\",priority=\"", proto_names[p]);
+            metrics_put_label(b, m->shed->names[i]);
+            weir_buf_puts(b, "\"} ");
+            weir_buf_put_u64(b, v);
+            weir_buf_putc(b, '\n');
+        }
+}
+
 void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why)
 {
     if ((unsigned)why < METRICS_REFUSALS)
@@ -627,6 +658,7 @@ void metrics_render(metrics *m, weir_store *store, weir_buf *b)
                     weir_version());
     render_rules(m, b);
     render_tiers(m, b);
+    render_shed(m, b);
     render_latency(m, b);
     render_http(m, b);
     render_connections(m, b);

@@ -80,6 +80,12 @@ typedef void metrics_emit_fn(void *arg, const char *prefix, const char *key, con
  *  time: the statsd sink. */
 void metrics_deltas(metrics *m, metrics_emit_fn *emit, void *arg);
 
+/** A request weir shed itself (shed.h), of priority @prio. */
+void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio);
+/** The priorities' names for weir_shed_total's labels (kept, not copied). */
+struct shed_config;
+void metrics_set_shed(metrics *m, const struct shed_config *c);
+
 /** The Prometheus text exposition of everything, with @store's stats. */
 void metrics_render(metrics *m, weir_store *store, weir_buf *out);
 

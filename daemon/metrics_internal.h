@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "metrics.h"
+#include "shed.h"
 #include "stat_key.h"
 #include "top_keys.h"
 
@@ -77,6 +78,8 @@ struct metrics_shard {
     _Atomic uint64_t evicted[PROTO_N];
     /* requests the engine refused, by weir_refusal_code */
     _Atomic uint64_t refused[PROTO_N][METRICS_REFUSALS];
+    /* requests weir shed itself, by priority (shed.h) */
+    _Atomic uint64_t shed[PROTO_N][SHED_MAX_PRIORITIES];
 };
 
 struct metrics {
@@ -90,6 +93,7 @@ struct metrics {
     char last_error[METRICS_RELOAD_ERROR_BYTES];
     uint64_t sent_ok, sent_failed; /* the statsd sink's, read by it only */
     weir_ctx *top_ctx;             /* the top keys' sketches' allocator */
+    const shed_config *shed;       /* the priorities' names (metrics_set_shed()) */
     uint32_t top_counters;
 };
 

@@ -150,6 +150,18 @@ static const option options[] = {
      AT(statsd_interval_ms), "how often --statsd sends (upstream's STATS_FLUSH_INTERVAL)"},
     {"near-limit-ratio", "WEIR_NEAR_LIMIT_RATIO", "RATIO", "0.8", K_RATIO, AT(near_limit_ppm),
      "the part of a limit past which hits count as near_limit (upstream's NEAR_LIMIT_RATIO)"},
+    {"priorities", "WEIR_PRIORITIES", "LIST", "critical,normal,sheddable,test", K_TEXT,
+     AT(priorities), "request priorities, most important first (docs/OPERATIONS.md)"},
+    {"default-priority", "WEIR_DEFAULT_PRIORITY", "NAME", "normal", K_TEXT, AT(default_priority),
+     "the priority of a request that names none"},
+    {"priority-key", "WEIR_PRIORITY_KEY", "KEY", "priority", K_TEXT, AT(priority_key),
+     "a descriptor whose one entry has this key names the request's priority (\"\": none); "
+     "HTTP's Weir-Priority header comes first"},
+    {"shed-lag", "WEIR_SHED_LAG", "LIST", "test=20ms,sheddable=100ms,normal=1s", K_TEXT,
+     AT(shed_lag),
+     "PRIORITY=DURATION,...: past this event loop lag a worker answers the priority's requests "
+     "503 (overloaded) instead of deciding them; a priority not listed is never shed "
+     "(\"\": none)"},
     {"top-keys", "WEIR_TOP_KEYS", "N", "1024", K_COUNT, AT(top_keys),
      "counters of each sketch of the keys denied most (GET /admin/v1/top), one a worker, "
      "domain and minute; 0 = none kept"},
@@ -690,6 +702,11 @@ int serve_options_parse(serve_options *o, int argc, char **argv, FILE *out, FILE
     }
     if (o->max_pipelined == 0) {
         fprintf(err, "weir serve: --max-pipelined must be positive\n");
+        return 2;
+    }
+    if (!shed_configure(&o->shed, o->priorities, o->default_priority, o->priority_key, o->shed_lag,
+                        why, sizeof(why))) {
+        fprintf(err, "weir serve: %s\n", why);
         return 2;
     }
     if (o->config_xds && !xds_options_valid(o, err))

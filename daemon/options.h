@@ -12,6 +12,7 @@
 
 #include "api/api.h"
 #include "common/addr.h"
+#include "shed.h"
 #include "weir/weir.h"
 
 /** Most --check-header mappings. */
@@ -50,6 +51,12 @@ typedef struct serve_options {
     int64_t statsd_interval_ms;
     uint32_t near_limit_ppm; /* near_limit's threshold, millionths of a limit */
     uint64_t top_keys;       /* counters of a top keys sketch; 0 = none */
+    /* priorities and weir's own shedding (shed.h): as given, and read */
+    char priorities[SHED_MAX_PRIORITIES * SHED_NAME_BYTES];
+    char default_priority[SHED_NAME_BYTES];
+    char priority_key[64];
+    char shed_lag[512];
+    shed_config shed;
     int64_t retry_jitter_s;
     weir_algorithm default_algorithm;
     bool merge_domains;

@@ -53,6 +53,10 @@ typedef struct server {
     /* WEIR_TEST_FAIL_CONN_ALLOC=N: every Nth connection's memory is
      * refused, as under memory exhaustion (for the tests; 0 = never) */
     unsigned fail_conn_alloc;
+    /* WEIR_TEST_DECISION_COST_US=N: every decision first keeps its worker
+     * busy N microseconds, as an expensive decision would (for the tests
+     * of load shedding; 0 = never) */
+    unsigned decision_cost_us;
     _Atomic unsigned workers_done;
     pthread_mutex_t rules_lock;
     char *rules_text; /* /v1/rules: the compiled rules, one line per limit; after

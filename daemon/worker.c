@@ -84,6 +84,7 @@ static void apply_state(worker *w)
     if (!w->conns) {
         w->stopping = true;
         uv_close((uv_handle_t *)&w->tick, NULL);
+        uv_close((uv_handle_t *)&w->lag_timer, NULL);
         uv_close((uv_handle_t *)&w->wake, NULL);
         if (w->kicked) /* closed connections only: nothing to send */
             conn_run_kicks(&w->kicks);
@@ -91,6 +92,12 @@ static void apply_state(worker *w)
         /* calls still in flight answer nothing now; they need no timer */
         uv_close((uv_handle_t *)&w->deadlines, NULL);
     }
+}
+
+static void on_lag_tick(uv_timer_t *t)
+{
+    worker *w = t->data;
+    shed_tick(&w->lag, uv_now(&w->loop));
 }
 
 static void on_wake(uv_async_t *a)
@@ -185,6 +192,16 @@ int worker_start(worker *w)
     uv_timer_init(&w->loop, &w->deadlines);
     w->deadlines.data = w;
     uv_timer_start(&w->tick, on_tick, 1000, 1000);
+    uv_timer_init(&w->loop, &w->lag_timer);
+    w->lag_timer.data = w;
+    /* the lag is measured only where some priority can be shed */
+    bool shedding = false;
+    for (unsigned i = 0; i < s->opt.shed.n; i++)
+        shedding |= s->opt.shed.lag_us[i] > 0;
+    if (shedding) {
+        w->lag.due_ms = uv_now(&w->loop) + SHED_TICK_MS;
+        uv_timer_start(&w->lag_timer, on_lag_tick, SHED_TICK_MS, SHED_TICK_MS);
+    }
     for (unsigned i = 0; i < s->n_listeners; i++)
         if ((rc = start_listener(w, i)) < 0)
             return rc;

@@ -15,6 +15,7 @@
 #include "common/buf.h"
 #include "proto.h"
 #include "server.h"
+#include "shed.h"
 
 struct conn;
 
@@ -38,6 +39,8 @@ typedef struct worker {
     uv_check_t kicks;     /* after each poll: connections with answers to send */
     struct conn *kicked;  /* those connections (conn_kick()) */
     uv_timer_t deadlines; /* the first deadline of the calls in flight */
+    uv_timer_t lag_timer; /* every SHED_TICK_MS: the loop's lag (shed.h) */
+    shed_monitor lag;
     struct call *waiting_head, *waiting_tail; /* calls in flight, by deadline */
     void *call_blocks[16];                    /* freed calls' memory, for the next ones */
     unsigned n_call_blocks;

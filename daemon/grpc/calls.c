@@ -167,6 +167,15 @@ static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall,
         return;
     }
     const weir_request *req = weir_rls_request(gc->rls);
+    const shed_config *sc = &w->srv->opt.shed;
+    unsigned prio = shed_priority_of(sc, req, -1);
+    if (shed_now(sc, &w->lag, prio)) {
+        char msg[160];
+        metrics_shed(w->metrics, PROTO_GRPC, prio);
+        snprintf(msg, sizeof(msg), "weir is overloaded: %s requests are shed", sc->names[prio]);
+        answer(s, WEIR_GRPC_UNAVAILABLE, msg, NULL);
+        return;
+    }
     call *c = call_new(s->cn, &rls_call_ops, req, sizeof(rls_call), s->t0_ns);
     if (!c) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);

@@ -22,6 +22,7 @@ typedef struct http_answer {
     bool keep_alive, head, http10;
     size_t route;
     uint64_t t0_ns;
+    int priority; /* the Weir-Priority header's (shed.h), or -1 */
 } http_answer;
 
 /**

@@ -98,6 +98,7 @@ static http_answer *answer_new(http_conn *c)
     a->http10 = false;
     a->route = ROUTE_OTHER;
     a->t0_ns = uv_hrtime();
+    a->priority = -1;
     return a;
 }
 

@@ -50,9 +50,26 @@ static int refusal(worker *w, weir_status st, char *msg, size_t cap)
     return why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? 403 : 400;
 }
 
+/* Whether @req is shed (shed.h): then @msg says why (the status is 503). */
+static bool shed(http_answer *a, const weir_request *req, char *msg, size_t cap)
+{
+    worker *w = a->conn->w;
+    const shed_config *sc = &w->srv->opt.shed;
+    unsigned p = shed_priority_of(sc, req, a->priority);
+    if (!shed_now(sc, &w->lag, p))
+        return false;
+    metrics_shed(w->metrics, PROTO_HTTP, p);
+    snprintf(msg, cap,
+             "weir is overloaded: %s requests are shed (its event loop runs %lld ms behind)",
+             sc->names[p], (long long)(w->lag.lag_us / 1000));
+    return true;
+}
+
 int http_decide_call(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
                      size_t data_bytes, char *msg, size_t cap)
 {
+    if (shed(a, req, msg, cap))
+        return 503;
     worker *w = a->conn->w;
     call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
     if (!c)
@@ -71,8 +88,18 @@ void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer)
     char msg[192];
     route_call rc = {a, answer};
     int status = http_decide_call(a, req, &route_call_ops, &rc, sizeof(rc), msg, sizeof(msg));
-    if (status)
+    if (status == 503) {
+        /* overloaded (or out of memory): ask again in a second */
+        worker *w = a->conn->w;
+        weir_headers_clear(&w->headers);
+        weir_headers_add(&w->headers, "Retry-After", 11, "1", 1);
+        weir_buf_clear(&w->body);
+        weir_api_render_error(&w->body, 503, msg);
+        http_answer_respond(a, 503, "application/problem+json", &w->headers, w->body.p,
+                            w->body.len);
+    } else if (status) {
         http_answer_problem(a, status, msg);
+    }
 }
 
 void http_render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)

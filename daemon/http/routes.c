@@ -100,6 +100,8 @@ void routes_state_free(routes_state *rs)
 void routes_handle(routes_state *rs, http_answer *a, const weir_http1_request *req)
 {
     worker *w = a->conn->w;
+    weir_http1_str prio = weir_http1_header_get(req, "Weir-Priority");
+    a->priority = prio.p ? shed_priority_named(&w->srv->opt.shed, prio.p, prio.n) : -1;
     if (rs->admin) {
         admin_handle(rs->quotas, a, req);
         return;

@@ -426,6 +426,15 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
     weir_request req;
     if (!parse_check(c, argv, argc, peek, s, &req))
         return;
+    worker *w = c->base.w;
+    const shed_config *sc = &w->srv->opt.shed;
+    unsigned prio = shed_priority_of(sc, &req, -1);
+    if (shed_now(sc, &w->lag, prio)) {
+        metrics_shed(w->metrics, PROTO_RESP, prio);
+        weir_resp_errorf(resp_out(c), "BUSY weir is overloaded: %s requests are shed",
+                         sc->names[prio]);
+        return;
+    }
     check_call cc = {{c, NULL}, acquire};
     if (!resp_target_for(c, &cc.t))
         return;

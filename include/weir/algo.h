@@ -196,6 +196,29 @@ WEIR_API weir_status weir_step(const weir_limit *lim, void *state, int64_t now_u
                                weir_result *res);
 
 /**
+ * weir_step_reserve() - weir_step() that keeps a reserve: the request is
+ * admitted only if at least @reserve units remain free after it (Since 0.2).
+ *
+ * @hits:    the cost charged when admitted, exactly as weir_step() charges
+ *           it; 0 peeks: it reports whether a request of cost 1 with the
+ *           same reserve would be admitted now, and changes nothing.
+ * @reserve: units that must stay free; 0 is weir_step().
+ *
+ * Admitted iff weir_check() of a cost of max(hits, 1) + @reserve
+ * (saturating) admits; then @hits only is charged and @res is
+ * weir_step()'s. Denied by the reserve, @res is that check's: allowed
+ * false, retry_after_us the time until hits + reserve fit (WEIR_NEVER when
+ * they exceed what the key can ever hold), remaining, limit and reset as a
+ * denial reports them; the state is not changed. For the concurrency
+ * limiter an admitted step is an acquire of @hits units (an adaptive limit
+ * below the limiter's maximum is a reserve of maximum - current limit).
+ *
+ * Same returns, arguments and guarantees as weir_step().
+ */
+WEIR_API weir_status weir_step_reserve(const weir_limit *lim, void *state, int64_t now_us,
+                                       uint64_t hits, uint64_t reserve, weir_result *res);
+
+/**
  * weir_check() - the verdict weir_step() would give, without changing
  * anything. Used to check several limits before charging any of them.
  * Same arguments, returns and guarantees as weir_step(), except that

@@ -61,6 +61,10 @@ typedef struct weir_op {
     /* outputs, valid when the batch completes */
     weir_status status; /* per operation: WEIR_OK, or why this one failed */
     weir_result result; /* valid when status == WEIR_OK */
+    /** Since 0.2, an input: for a TAKE, the op is admitted only if at least
+     *  `reserve` units remain free after it (weir_step_reserve()); it still
+     *  charges `hits` only. 0 = as before. Ignored by the other kinds. */
+    uint64_t reserve;
 } weir_op;
 
 /** Op flag: a store must not answer this op from a local cache of

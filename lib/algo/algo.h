@@ -101,4 +101,10 @@ void weir__ban_result(const weir_limit *lim, weir_result *res);
 weir_status weir__decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
                          uint64_t hits, weir_result *res);
 
+/* weir_step_reserve() for the same callers as weir__decide(): a TAKE of
+ * @hits that leaves at least @reserve units free; @reserve 0 is
+ * weir__decide(). `out` NULL is a check. */
+weir_status weir__decide_reserve(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, uint64_t reserve, weir_result *res);
+
 #endif /* WEIR_ALGO_INTERNAL_H */

@@ -243,6 +243,43 @@ weir_status weir_check(const weir_limit *lim, const void *state, int64_t now_us,
     return dispatch(lim, state, NULL, now_us, hits, res);
 }
 
+/* The cost a reserve's check decides: a peek's 1, plus the reserve. */
+static uint64_t reserve_cost(uint64_t hits, uint64_t reserve)
+{
+    uint64_t cost;
+    if (__builtin_add_overflow(hits ? hits : 1, reserve, &cost))
+        cost = UINT64_MAX;
+    return cost;
+}
+
+weir_status weir__decide_reserve(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, uint64_t reserve, weir_result *res)
+{
+    if (reserve > 0) {
+        /* check hits + reserve, charge hits: a denial is that check's */
+        weir_status st = weir__decide(lim, in, NULL, now_us, reserve_cost(hits, reserve), res);
+        if (st != WEIR_OK || !res->allowed)
+            return st;
+    }
+    return weir__decide(lim, in, out, now_us, hits, res);
+}
+
+weir_status weir_step_reserve(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              uint64_t reserve, weir_result *res)
+{
+    if (reserve > 0) {
+        weir_result tmp;
+        weir_status st = weir_check(lim, state, now_us, reserve_cost(hits, reserve), &tmp);
+        if (st != WEIR_OK)
+            return st;
+        if (!tmp.allowed) {
+            *res = tmp;
+            return WEIR_OK;
+        }
+    }
+    return weir_step(lim, state, now_us, hits, res);
+}
+
 weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uint64_t lease,
                          weir_result *res)
 {

@@ -768,14 +768,15 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
     default:
         if (!e) {
             /* Decide on a fresh state first: a denial or a peek creates no key. */
-            st = weir__decide(lim, zero_state.b, NULL, now_us, op->hits, res);
+            st = weir__decide_reserve(lim, zero_state.b, NULL, now_us, op->hits, op->reserve, res);
             if (st != WEIR_OK || !res->allowed || op->hits == 0)
                 break;
             st = insert(ms, sh, d, lim, now_us, &e);
             if (st != WEIR_OK)
                 break;
         }
-        st = weir__decide(lim, entry_state(e), entry_state(e), now_us, op->hits, res);
+        st = weir__decide_reserve(lim, entry_state(e), entry_state(e), now_us, op->hits,
+                                  op->reserve, res);
         if (st == WEIR_OK)
             note_decision(sh, e, now_us, res);
         break;
@@ -787,13 +788,14 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
  * decided straight into `res`; false when it is not that case and the
  * general way (run_locked()) must decide. The shard is locked. */
 static inline bool take_existing(shard *sh, entry *e, const weir_limit *lim, int64_t now_us,
-                                 uint64_t hits, weir_result *res, weir_status *st)
+                                 uint64_t hits, uint64_t reserve, weir_result *res, weir_status *st)
 {
     if (!e || !state_matches(e, lim))
         return false;
     int64_t tnow = shard_now(sh, now_us);
     void *state = entry_state(e);
-    *st = weir__decide(lim, state, state, tnow, hits, res);
+    *st = reserve ? weir__decide_reserve(lim, state, state, tnow, hits, reserve, res)
+                  : weir__decide(lim, state, state, tnow, hits, res);
     if (*st == WEIR_OK)
         note_decision(sh, e, tnow, res);
     return true;
@@ -844,8 +846,9 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
             shard *sh = &ms->shards[d->shard];
             weir_op *op = &ops[k];
             weir__spin_lock(&sh->lock);
-            if (op->kind != WEIR_OP_TAKE || !take_existing(sh, find(sh, d), op->limit, now_us,
-                                                           op->hits, &op->result, &op->status))
+            if (op->kind != WEIR_OP_TAKE ||
+                !take_existing(sh, find(sh, d), op->limit, now_us, op->hits, op->reserve,
+                               &op->result, &op->status))
                 run_locked(ms, sh, op, d, now_us);
             weir__spin_unlock(&sh->lock);
         }
@@ -962,8 +965,9 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         /* a step may write only the fields it changes */
         if (copy[i])
             memcpy(next[i].b, state, sizeof(next[i].b));
-        op->status =
-            weir__decide(op->limit, state, copy[i] ? next[i].b : NULL, t[i], hits, &op->result);
+        /* a TAKE's reserve stays free after the key's TAKEs so far and its own */
+        op->status = weir__decide_reserve(op->limit, state, copy[i] ? next[i].b : NULL, t[i], hits,
+                                          take ? op->reserve : 0, &op->result);
         if (op->status == WEIR_OK && take && !op->result.allowed)
             denied = true;
     }
@@ -1049,7 +1053,7 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     weir__spin_lock(&sh->lock);
     entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], &d) : find(sh, &d);
     weir_status st;
-    if (take_existing(sh, e, lim, now_us, hits, res, &st)) {
+    if (take_existing(sh, e, lim, now_us, hits, 0, res, &st)) {
         weir__spin_unlock(&sh->lock);
         return st;
     }

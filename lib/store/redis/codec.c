@@ -185,7 +185,8 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
             }
             arg_u64(&o, (uint64_t)op->kind);
             arg_u64(&o, op->hits);
-            arg_u64(&o, op->lease);
+            /* the lease field carries a TAKE's reserve (codec.h) */
+            arg_u64(&o, op->kind == WEIR_OP_TAKE ? op->reserve : op->lease);
             arg_u64(&o, index);
         }
     }

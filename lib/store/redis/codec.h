@@ -37,7 +37,9 @@
  *                      charge all or none), 0 = each op on its own
  *              n       the batch's number of ops (>= 1)
  *            an op: kind hits lease l (weir_op's fields, decimal, and the
- *            index 1 .. L of its limit)
+ *            index 1 .. L of its limit); a TAKE (kind 0), which has no
+ *            lease, sends its reserve there instead (weir_op.reserve, 0
+ *            for none: admitted only if hits + reserve would be)
  *
  * Format 3 is format 2 with the keys moved among the arguments, for a
  * Redis Cluster node, where a call's declared keys must share one hash

@@ -47,11 +47,13 @@ void weir__deny_cache_free(weir_ctx *ctx, deny_cache *c)
 }
 
 /* A cost-1 look or take of an algorithm whose denial is exact, from a
- * limit that allows the cache. */
+ * limit that allows the cache. Not a TAKE with a reserve: its denial says
+ * nothing of a plain TAKE's. */
 static bool cacheable(const weir_op *op)
 {
-    return (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK) && op->hits <= 1 &&
-           op->limit->algorithm != WEIR_ALGO_CONCURRENCY && !(op->flags & WEIR_OP_NO_LOCAL_CACHE);
+    return (op->kind == WEIR_OP_CHECK || (op->kind == WEIR_OP_TAKE && op->reserve == 0)) &&
+           op->hits <= 1 && op->limit->algorithm != WEIR_ALGO_CONCURRENCY &&
+           !(op->flags & WEIR_OP_NO_LOCAL_CACHE);
 }
 
 static slot *find(deny_cache *c, const weir_op *op, XXH128_hash_t *h)

@@ -10,11 +10,12 @@ Keys: one per op (format 3: no key declared, and "3", k and the keys
 come first among the arguments). Arguments: 2 (the format), L, L limits (each one
 argument, "algorithm limit window_us burst sub_windows unit rate
 capacity"), m, then per batch "now flags n" and 4 per op: kind hits lease
-and the index (1 .. L) of its limit. Reply: Redis's TIME in microseconds
-when a batch's now was "-" (else 0), then per op its status when it
-failed, else limit x 8 + flags (1 allowed, 2 delay follows, 4 lease
-follows), remaining, reset_after, and the retry_after of a denial, the
-delay and the lease when flagged.
+and the index (1 .. L) of its limit (a TAKE's lease is its reserve: the
+units it must leave free, 0 for none; weir_step_reserve()). Reply:
+Redis's TIME in microseconds when a batch's now was "-" (else 0), then
+per op its status when it failed, else limit x 8 + flags (1 allowed, 2
+delay follows, 4 lease follows), remaining, reset_after, and the
+retry_after of a denial, the delay and the lease when flagged.
 
 Two ways to run it: as a script (EVAL, EVALSHA), or, on Redis 7, loaded
 once as a function library ("#!lua name=<library>" and this text, FUNCTION
@@ -1044,9 +1045,22 @@ local function lim_of(a)
     return L
 end
 
--- Decide op i under limit L with `hits`, charging it when `write`, and put
--- its result in the reply. Returns its status and allowed.
-local function decide(i, L, now, hits, write)
+-- A TAKE that keeps `reserve` (> 0) units free, weir_step_reserve():
+-- admitted only if a check of hits (1 for a peek) + reserve admits, and
+-- then charged `hits` only; a denial is that check's.
+local function take_reserve(f, key, L, now, hits, reserve, write, i)
+    local at = nout
+    if f(key, L, now, (hits > 0 and hits or 1) + reserve, false, i) == 0 then
+        return 0
+    end
+    nout = at
+    return f(key, L, now, hits, write, i)
+end
+
+-- Decide op i under limit L with `hits` (and a TAKE's `reserve`, if any),
+-- charging it when `write`, and put its result in the reply. Returns its
+-- status and allowed.
+local function decide(i, L, now, hits, write, reserve)
     local f = L.f
     if not f then
         emit(EINVAL)
@@ -1054,8 +1068,19 @@ local function decide(i, L, now, hits, write)
     elseif L.ban then -- weir__ban_result()
         emit(OK, 0, 0, 0, 0, -1, 0, 0)
         return OK, 0
+    elseif reserve and reserve > 0 then
+        return OK, take_reserve(f, Keys[i], L, now, hits, reserve, write, i)
     end
     return OK, f(Keys[i], L, now, hits, write, i)
+end
+
+-- A TAKE's reserve, from its op's lease argument Argv[a + 2] (codec.h).
+local function reserve_of(a)
+    local r = Argv[a + 2]
+    if r == '0' then
+        return 0
+    end
+    return tonumber(r)
 end
 
 -- weir_op's RESET: the key goes, and a write of it this call still owes
@@ -1164,7 +1189,11 @@ local function run_one(i, a, now)
         local hits, f = Argv[a + 1], L.f
         hits = NUMS[hits] or num(hits)
         if f and not L.ban then
-            f(Keys[i], L, now, hits, kind == '0', i)
+            if kind == '0' and Argv[a + 2] ~= '0' then
+                take_reserve(f, Keys[i], L, now, hits, reserve_of(a), true, i)
+            else
+                f(Keys[i], L, now, hits, kind == '0', i)
+            end
         else
             decide(i, L, now, hits, false)
         end
@@ -1243,9 +1272,15 @@ local function run_atomic(i0, a0, n, now)
         if take and not plan then
             again = true
         end
+        -- a TAKE's reserve stays free after its key's TAKEs so far and its own
+        local reserve = take and reserve_of(a) or 0
         if L.ban then
             emit(OK, 0, 0, 0, 0, -1, 0, 0) -- weir__ban_result()
             denied = denied or take
+        elseif reserve > 0 then
+            if take_reserve(f, Keys[i], L, now, hits, reserve, plan, i) == 0 then
+                denied = true
+            end
         elseif f(Keys[i], L, now, hits, plan, i) == 0 and take then
             denied = true
         end
@@ -1270,7 +1305,7 @@ local function run_atomic(i0, a0, n, now)
                 sums[key] = hits
             end
             local at = nout
-            local st, al = decide(i, L, now, hits, false)
+            local st, al = decide(i, L, now, hits, false, take and reserve_of(a) or 0)
             if st == OK and take and al == 1 then
                 nout = at
                 decide(i, L, now, 0, false)
@@ -1280,7 +1315,9 @@ local function run_atomic(i0, a0, n, now)
         -- every TAKE admits: each op decided again in order, charged
         for j = 0, n - 1 do
             local i, a = i0 + j, a0 + 4 * j
-            decide(i, Lims[Argv[a + 3]], now, tonumber(Argv[a + 1]), Argv[a] == '0')
+            local take = Argv[a] == '0'
+            decide(i, Lims[Argv[a + 3]], now, tonumber(Argv[a + 1]), take,
+                take and reserve_of(a) or 0)
         end
     end
 end

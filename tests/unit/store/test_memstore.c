@@ -92,6 +92,92 @@ static void same_verdicts_as_step(void **unused)
     close_store(&f);
 }
 
+/* A TAKE with a reserve decides like weir_step_reserve() on a private
+ * state, whether the key is new (run_locked()) or held (the fast path). */
+static void takes_keep_their_reserve(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 4);
+    test_rng rng = {test_seed("takes_keep_their_reserve")};
+    int64_t now = 0;
+    for (int a = 1; a <= WEIR_ALGORITHM_COUNT; a++) {
+        weir_limit lim = compile((weir_algorithm)a, 1 + rng_below(&rng, 12), S);
+        void *state = calloc(1, weir_state_size(&lim));
+        char key[32];
+        snprintf(key, sizeof(key), "reserve-%d", a);
+        for (int i = 0; i < 5000; i++) {
+            now += (int64_t)rng_below(&rng, 40000);
+            uint64_t hits = rng_below(&rng, 4), reserve = rng_below(&rng, 3) * rng_below(&rng, 8);
+            weir_result want;
+            assert_int_equal(weir_step_reserve(&lim, state, now, hits, reserve, &want), WEIR_OK);
+            weir_op op = {.key = key,
+                          .key_len = strlen(key),
+                          .limit = &lim,
+                          .hits = hits,
+                          .reserve = reserve,
+                          .kind = WEIR_OP_TAKE};
+            assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+            assert_int_equal(op.status, WEIR_OK);
+            assert_int_equal(op.result.allowed, want.allowed);
+            assert_int_equal(op.result.remaining, want.remaining);
+            assert_int_equal(op.result.retry_after_us, want.retry_after_us);
+            if (lim.algorithm != WEIR_ALGO_CONCURRENCY) /* lease ids differ by design */
+                assert_int_equal(op.result.reset_after_us, want.reset_after_us);
+        }
+        free(state);
+    }
+    /* a TAKE denied by its reserve creates no key */
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_op op = {.key = "fresh", .key_len = 5, .limit = &ten, .hits = 1, .reserve = 10};
+    uint64_t keys = stats(st).keys;
+    assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+    assert_false(op.result.allowed);
+    assert_int_equal(op.result.retry_after_us, WEIR_NEVER);
+    assert_int_equal(stats(st).keys, keys);
+    close_store(&f);
+}
+
+/* In an atomic batch a TAKE's reserve is counted after the same key's
+ * earlier TAKEs and its own hits; a denial by a reserve charges nothing. */
+static void atomic_takes_keep_their_reserve(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_limit other = compile(WEIR_ALGO_TOKEN_BUCKET, 5, 60 * S);
+    weir_op ops[3] = {
+        {.key = "k", .key_len = 1, .limit = &ten, .hits = 3},
+        {.key = "k", .key_len = 1, .limit = &ten, .hits = 3, .reserve = 4},
+        {.key = "o", .key_len = 1, .limit = &other, .hits = 1, .reserve = 4},
+    };
+    /* 3 + 3 + 4 fit in 10, 1 + 4 in 5: all charged */
+    assert_int_equal(weir_memstore_run(st, ops, 3, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed && ops[1].result.allowed && ops[2].result.allowed);
+    assert_int_equal(ops[1].result.remaining, 4);
+    assert_int_equal(ops[2].result.remaining, 4);
+    /* 1 + 1 + 3 do not fit in the 4 left: nothing is charged */
+    ops[0].hits = 1;
+    ops[1].hits = 1;
+    ops[1].reserve = 3;
+    ops[2].reserve = 0;
+    assert_int_equal(weir_memstore_run(st, ops, 3, 30 * S, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed);
+    assert_int_equal(ops[0].result.remaining, 4); /* a look: as it stays */
+    assert_false(ops[1].result.allowed);
+    assert_int_equal(ops[1].result.retry_after_us, 30 * S);
+    assert_true(ops[2].result.allowed);
+    assert_int_equal(take(st, "k", &ten, 30 * S, 0).remaining, 4);
+    assert_int_equal(take(st, "o", &other, 0, 0).remaining, 4);
+    /* 1 + 1 + 2 do */
+    ops[1].reserve = 2;
+    assert_int_equal(weir_memstore_run(st, ops, 3, 30 * S, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed && ops[1].result.allowed && ops[2].result.allowed);
+    assert_int_equal(take(st, "k", &ten, 30 * S, 0).remaining, 2);
+    close_store(&f);
+}
+
 static void denials_and_peeks_create_no_key(void **unused)
 {
     (void)unused;
@@ -797,6 +883,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_verdicts_as_step),
+        cmocka_unit_test(takes_keep_their_reserve),
+        cmocka_unit_test(atomic_takes_keep_their_reserve),
         cmocka_unit_test(denials_and_peeks_create_no_key),
         cmocka_unit_test(key_limits),
         cmocka_unit_test(keys_at_rest_are_swept),

@@ -276,7 +276,7 @@ static void key_fini(tkey *k)
  * by an acquire counts its lease ids from 256 per millisecond of the
  * time, at most ID_BASE_MAX (script.lua); the C state's id counter is its
  * first 8 bytes. */
-static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, weir_result *r)
+static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, uint64_t reserve, weir_result *r)
 {
     uint64_t next;
     memcpy(&next, k->state, sizeof(next));
@@ -287,7 +287,7 @@ static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, weir_result *r)
             base = 1007194959773696u;
         memcpy(k->state, &base, sizeof(base));
     }
-    weir_status st = weir_step(&k->lim, k->state, now, hits, r);
+    weir_status st = weir_step_reserve(&k->lim, k->state, now, hits, reserve, r);
     if (fresh && !(st == WEIR_OK && r->allowed && hits > 0))
         memcpy(k->state, &next, sizeof(next)); /* nothing acquired: still fresh */
     return st;
@@ -305,7 +305,7 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
             memset(&out[i], 0, sizeof(out[i]));
             switch (ops[i].kind) {
             case WEIR_OP_TAKE:
-                out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
+                out[i].st = ref_step(k, now, ops[i].hits, ops[i].reserve, &out[i].r);
                 break;
             case WEIR_OP_CHECK:
                 out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
@@ -338,7 +338,16 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         for (size_t j = 0; take && j < i; j++)
             if (ops[j].kind == WEIR_OP_TAKE && same_key(&ops[j], &ops[i]))
                 hits += ops[j].hits;
-        out[i].st = weir_check(&k->lim, k->state, now, hits, &out[i].r);
+        /* a TAKE's reserve after its key's earlier TAKEs and its own hits */
+        uint64_t reserve = take ? ops[i].reserve : 0;
+        if (reserve > 0) {
+            uint64_t cost = (hits ? hits : 1) + reserve;
+            if (cost < reserve)
+                cost = UINT64_MAX;
+            out[i].st = weir_check(&k->lim, k->state, now, cost, &out[i].r);
+        }
+        if (reserve == 0 || (out[i].st == WEIR_OK && out[i].r.allowed))
+            out[i].st = weir_check(&k->lim, k->state, now, hits, &out[i].r);
         if (out[i].st == WEIR_OK && take && !out[i].r.allowed)
             denied = true;
     }
@@ -346,7 +355,7 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         tkey *k = key_of(keys, nkeys, &ops[i]);
         bool take = ops[i].kind == WEIR_OP_TAKE;
         if (!denied && take)
-            out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
+            out[i].st = ref_step(k, now, ops[i].hits, ops[i].reserve, &out[i].r);
         else if (!denied)
             out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
         else if (take && out[i].st == WEIR_OK && out[i].r.allowed)
@@ -392,13 +401,14 @@ static void compare(const char *trace, uint64_t seed, size_t step, const weir__r
     const weir_limit *l = op->limit;
     print_message("%s: mismatch (seed %llu, call %zu), batch at %lld flags %u, op %zu of %zu\n",
                   trace, (unsigned long long)seed, step, (long long)b->now_us, b->flags, i, b->n);
-    print_message("  key %.*s: %s hits %llu lease %llu; %s limit %llu window %lld burst %llu "
-                  "k %u unit %lld rate %lld capacity %lld\n",
+    print_message("  key %.*s: %s hits %llu lease %llu reserve %llu; %s limit %llu window %lld "
+                  "burst %llu k %u unit %lld rate %lld capacity %lld\n",
                   (int)op->key_len, (const char *)op->key, kind_name(op->kind),
                   (unsigned long long)op->hits, (unsigned long long)op->lease,
-                  weir_algorithm_name(l->algorithm), (unsigned long long)l->limit,
-                  (long long)l->window_us, (unsigned long long)l->burst, l->sub_windows,
-                  (long long)l->unit, (long long)l->rate, (long long)l->capacity);
+                  (unsigned long long)op->reserve, weir_algorithm_name(l->algorithm),
+                  (unsigned long long)l->limit, (long long)l->window_us,
+                  (unsigned long long)l->burst, l->sub_windows, (long long)l->unit,
+                  (long long)l->rate, (long long)l->capacity);
     print_result("C", want->st, &want->r);
     print_result("script", op->status, &op->result);
     fail_msg("the script and the C step functions disagree (seed %llu)", (unsigned long long)seed);
@@ -837,6 +847,9 @@ static void random_op(trace *t, weir_op *op, bool atomic)
             op->lease = t->leases[ki][n - 1] + 1; /* not given out yet */
     } else {
         op->kind = WEIR_OP_TAKE;
+        /* now and then a reserve to keep free */
+        if (rng_below(&t->rng, 4) == 0)
+            op->reserve = rng_below(&t->rng, 4) ? random_hits(&t->rng, &k->lim) : 1;
     }
 }
 

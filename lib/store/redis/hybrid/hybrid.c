@@ -160,9 +160,12 @@ static void entry_drop(hsession *hs, hentry *e)
 
 /* ------------------------------------------------------------ decisions */
 
+/* A TAKE that keeps a reserve free is Redis's to decide: the capacity
+ * reserved here says nothing of what is left there. */
 static bool flagged(const weir_op *op)
 {
-    return (op->flags & WEIR_OP_SYNC_LOCAL) && op->kind == WEIR_OP_TAKE && op->hits > 0;
+    return (op->flags & WEIR_OP_SYNC_LOCAL) && op->kind == WEIR_OP_TAKE && op->hits > 0 &&
+           op->reserve == 0;
 }
 
 /* A local decision's result: Redis's last view, plus what is still

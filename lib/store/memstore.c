@@ -709,7 +709,7 @@ static bool op_valid(const weir_op *op, unsigned flags)
         return false;
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
            (unsigned)op->limit->algorithm - 1u < WEIR_ALGORITHM_COUNT &&
-           (unsigned)op->kind <= (unsigned)WEIR_OP_RESET;
+           (unsigned)op->kind <= (unsigned)WEIR_OP_CHARGE;
 }
 
 /* The shard's clock: never behind what it has already seen, never before
@@ -744,7 +744,10 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
         op->status = lim->algorithm == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO;
         return;
     }
-    if (e && !state_matches(e, lim)) {
+    if (e && !state_matches(e, lim) && op->kind == WEIR_OP_REFUND) {
+        /* what a TAKE of this limit charged is not in another's state */
+        e = NULL;
+    } else if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
         remove_entry(ms, sh, e);
         e = NULL;
@@ -762,6 +765,34 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
             break;
         }
         st = weir_release(lim, entry_state(e), now_us, op->lease, res);
+        if (st == WEIR_OK)
+            note_decision(sh, e, now_us, res);
+        break;
+    case WEIR_OP_REFUND:
+        if (lim->algorithm == WEIR_ALGO_CONCURRENCY) {
+            st = WEIR_EALGO;
+        } else if (!e) {
+            /* nothing held: nothing to give back, and no key made */
+            st = weir__settled(lim, zero_state.b, now_us, false, res);
+        } else {
+            st = weir__refund(lim, entry_state(e), now_us, op->hits, res);
+            /* at rest no later than before: the rest time only moves in */
+            if (st == WEIR_OK && res->allowed)
+                note_decision(sh, e, now_us, res);
+        }
+        break;
+    case WEIR_OP_CHARGE:
+        if (lim->algorithm == WEIR_ALGO_CONCURRENCY) {
+            st = WEIR_EALGO;
+            break;
+        }
+        if (!e && op->hits == 0) {
+            st = weir__settled(lim, zero_state.b, now_us, true, res);
+            break;
+        }
+        if (!e && (st = insert(ms, sh, d, lim, now_us, &e)) != WEIR_OK)
+            break;
+        st = weir__charge(lim, entry_state(e), now_us, op->hits, res);
         if (st == WEIR_OK)
             note_decision(sh, e, now_us, res);
         break;
@@ -913,8 +944,8 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     /* the engine's batches are valid by construction and already fetched */
     bool planned = (flags & WEIR__BATCH_PLANNED) != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!planned && (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE ||
-                         ops[i].kind == WEIR_OP_RESET))
+        if (!planned && (!op_valid(&ops[i], flags) ||
+                         (ops[i].kind != WEIR_OP_TAKE && ops[i].kind != WEIR_OP_CHECK)))
             return WEIR_EINVAL;
         d[i] = op_digest(ms, &ops[i], flags);
         if (!planned)

@@ -352,7 +352,7 @@ weir_status weir__redis_limit_fits(const weir_limit *lim)
 weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us)
 {
     if (!op || !op->key || op->key_len == 0 || op->key_len > WEIR_MAX_KEY_BYTES || !op->limit ||
-        (unsigned)op->kind > (unsigned)WEIR__REDIS_OP_REFUND)
+        (unsigned)op->kind > (unsigned)WEIR_OP_CHARGE)
         return WEIR_EINVAL;
     weir_status st = weir__redis_limit_fits(op->limit);
     if (st != WEIR_OK)

@@ -178,6 +178,74 @@ static void atomic_takes_keep_their_reserve(void **unused)
     close_store(&f);
 }
 
+static weir_op settle_op(weir_store *st, const char *key, const weir_limit *lim, weir_op_kind kind,
+                         int64_t now, uint64_t hits)
+{
+    weir_op op = {.key = key, .key_len = strlen(key), .limit = lim, .hits = hits, .kind = kind};
+    assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+    return op;
+}
+
+/* REFUND never creates a key and gives back only under the limit that
+ * charged; CHARGE creates the key like a TAKE and it expires at rest;
+ * neither goes in an atomic batch nor applies to a concurrency limit. */
+static void refund_and_charge_through_the_store(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_op op = settle_op(st, "k", &ten, WEIR_OP_REFUND, 0, 3);
+    assert_int_equal(op.status, WEIR_OK);
+    assert_false(op.result.allowed);
+    assert_int_equal(op.result.remaining, 10);
+    assert_int_equal(stats(st).keys, 0);
+    /* a charge of 0 makes no key either */
+    op = settle_op(st, "k", &ten, WEIR_OP_CHARGE, 0, 0);
+    assert_true(op.result.allowed);
+    assert_int_equal(stats(st).keys, 0);
+    op = settle_op(st, "k", &ten, WEIR_OP_CHARGE, 0, 25);
+    assert_int_equal(op.status, WEIR_OK);
+    assert_true(op.result.allowed);
+    assert_int_equal(op.result.remaining, 0);
+    assert_int_equal(op.result.reset_after_us, 60 * S);
+    assert_int_equal(stats(st).keys, 1);
+    assert_false(take(st, "k", &ten, 0, 1).allowed);
+    op = settle_op(st, "k", &ten, WEIR_OP_REFUND, S, 4);
+    assert_true(op.result.allowed);
+    assert_int_equal(op.result.remaining, 4);
+    assert_int_equal(take(st, "k", &ten, S, 0).remaining, 4);
+    /* under another limit there is nothing to give back, and the state
+     * stays */
+    weir_limit other = compile(WEIR_ALGO_TOKEN_BUCKET, 10, 60 * S);
+    op = settle_op(st, "k", &other, WEIR_OP_REFUND, S, 4);
+    assert_false(op.result.allowed);
+    assert_int_equal(take(st, "k", &ten, S, 0).remaining, 4);
+    /* the key goes once at rest */
+    assert_int_equal(weir_memstore_sweep(st, 61 * S, 1000), 1);
+    assert_int_equal(stats(st).keys, 0);
+    /* a concurrency limit: leases go back by RELEASE */
+    weir_limit conc = compile(WEIR_ALGO_CONCURRENCY, 2, S);
+    assert_true(take(st, "c", &conc, 0, 1).allowed);
+    assert_int_equal(settle_op(st, "c", &conc, WEIR_OP_REFUND, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(settle_op(st, "c", &conc, WEIR_OP_CHARGE, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(settle_op(st, "none", &conc, WEIR_OP_REFUND, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(take(st, "c", &conc, 0, 0).remaining, 1);
+    /* not in an atomic batch */
+    weir_op ops[2] = {
+        {.key = "a", .key_len = 1, .limit = &ten, .hits = 1},
+        {.key = "b", .key_len = 1, .limit = &ten, .hits = 1, .kind = WEIR_OP_REFUND},
+    };
+    assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    ops[1].kind = WEIR_OP_CHARGE;
+    assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    /* an unknown kind is refused */
+    ops[1].kind = (weir_op_kind)6;
+    assert_int_equal(weir_memstore_run(st, &ops[1], 1, 0, 0), WEIR_OK);
+    assert_int_equal(ops[1].status, WEIR_EINVAL);
+    close_store(&f);
+}
+
 static void denials_and_peeks_create_no_key(void **unused)
 {
     (void)unused;
@@ -885,6 +953,7 @@ int main(void)
         cmocka_unit_test(same_verdicts_as_step),
         cmocka_unit_test(takes_keep_their_reserve),
         cmocka_unit_test(atomic_takes_keep_their_reserve),
+        cmocka_unit_test(refund_and_charge_through_the_store),
         cmocka_unit_test(denials_and_peeks_create_no_key),
         cmocka_unit_test(key_limits),
         cmocka_unit_test(keys_at_rest_are_swept),

@@ -310,6 +310,12 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
             case WEIR_OP_CHECK:
                 out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
                 break;
+            case WEIR_OP_REFUND:
+                out[i].st = weir_refund(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+                break;
+            case WEIR_OP_CHARGE:
+                out[i].st = weir_charge(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+                break;
             default:
                 out[i].st = weir_release(&k->lim, k->state, now, ops[i].lease, &out[i].r);
                 break;
@@ -317,12 +323,13 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         }
         return;
     }
-    /* memstore.c, run_atomic(): a RELEASE fails the batch; every op decided
-     * first, a key's TAKE with its earlier TAKEs' hits added; charged in
-     * order if every TAKE admits, else none (a look for those that would). */
+    /* memstore.c, run_atomic(): an op but a TAKE or CHECK fails the batch;
+     * every op decided first, a key's TAKE with its earlier TAKEs' hits
+     * added; charged in order if every TAKE admits, else none (a look for
+     * those that would). */
     for (size_t i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
-        if (ops[i].kind == WEIR_OP_RELEASE) {
+        if (ops[i].kind != WEIR_OP_TAKE && ops[i].kind != WEIR_OP_CHECK) {
             for (size_t j = 0; j < n; j++) {
                 memset(&out[j], 0, sizeof(out[j]));
                 out[j].st = WEIR_EINVAL;
@@ -365,7 +372,8 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
 
 static const char *kind_name(weir_op_kind k)
 {
-    return k == WEIR_OP_TAKE ? "TAKE" : k == WEIR_OP_CHECK ? "CHECK" : "RELEASE";
+    static const char *const names[] = {"TAKE", "CHECK", "RELEASE", "RESET", "REFUND", "CHARGE"};
+    return (unsigned)k < 6u ? names[k] : "?";
 }
 
 static void print_result(const char *who, weir_status st, const weir_result *r)
@@ -609,6 +617,62 @@ static void golden_concurrency(void **unused)
            sizeof(s) / sizeof(s[0]));
 }
 
+/* A REFUND or CHARGE: allowed (for a refund: something given back),
+ * remaining and reset after it; never a retry time. */
+#define REFUND(at, hits, ok, rem, reset)                                        \
+    {                                                                           \
+        (at), WEIR_OP_REFUND, (hits), 0, (ok), (rem), 0, (reset), 0, 0, WEIR_OK \
+    }
+#define CHARGE(at, hits, rem, reset)                                         \
+    {                                                                        \
+        (at), WEIR_OP_CHARGE, (hits), 0, 1, (rem), 0, (reset), 0, 0, WEIR_OK \
+    }
+
+/* docs/ALGORITHMS.md, "Reserve, refund and charge" */
+static void golden_refund_and_charge(void **unused)
+{
+    (void)unused;
+    flushall();
+    /* reserve 8, use 3, overrun by 4, then more than the window holds */
+    const gstep fw[] = {
+        TAKE(0, 8, 1, 2, 0, 60 * S),   REFUND(10 * S, 5, 1, 7, 50 * S),
+        CHARGE(20 * S, 4, 3, 40 * S),  CHARGE(20 * S, 100, 0, 40 * S),
+        REFUND(20 * S, 100, 1, 10, 0), TAKE(30 * S, 1, 1, 9, 0, 30 * S),
+        REFUND(60 * S, 1, 0, 10, 0), /* the window is over */
+        REFUND(61 * S, 0, 0, 10, 0),
+    };
+    golden("golden:refund:fixed_window", compile(WEIR_ALGO_FIXED_WINDOW, 10, MIN), T0, fw,
+           sizeof(fw) / sizeof(fw[0]));
+    /* GCRA, 100 ms intervals, 500 ms tolerance: back no further than now */
+    const gstep g[] = {
+        TAKE(0, 3, 1, 2, 0, 300000),     REFUND(0, 1, 1, 3, 200000),   REFUND(150000, 9, 1, 5, 0),
+        REFUND(150000, 1, 0, 5, 0),      CHARGE(150000, 7, 0, 500000), CHARGE(150000, 1, 0, 500000),
+        REFUND(250000, 2, 1, 3, 200000),
+    };
+    golden("golden:refund:gcra", compile4(WEIR_ALGO_GCRA, 10, S, 5, 0), T0, g,
+           sizeof(g) / sizeof(g[0]));
+    const gstep tb[] = {CHARGE(0, 6, 0, S), REFUND(500000, 1, 1, 3, 250000),
+                        REFUND(2 * S, 1, 0, 4, 0)};
+    golden("golden:refund:token_bucket", compile(WEIR_ALGO_TOKEN_BUCKET, 4, S), T0, tb,
+           sizeof(tb) / sizeof(tb[0]));
+    /* the log's newest entries go */
+    const gstep lg[] = {TAKE(0, 1, 1, 2, 0, 10 * S), TAKE(4 * S, 2, 1, 0, 0, 10 * S),
+                        REFUND(5 * S, 2, 1, 2, 5 * S), CHARGE(6 * S, 5, 0, 10 * S)};
+    golden("golden:refund:sliding_log", compile(WEIR_ALGO_SLIDING_LOG, 3, 10 * S), T0, lg,
+           sizeof(lg) / sizeof(lg[0]));
+    /* the counter's newest sub-window, while it counts */
+    const gstep sc[] = {TAKE(0, 4, 1, 6, 0, 80 * S), REFUND(25 * S, 4, 1, 10, 0),
+                        CHARGE(25 * S, 12, 0, 75 * S), REFUND(100 * S, 1, 0, 10, 0)};
+    golden("golden:refund:sliding_counter", compile4(WEIR_ALGO_SLIDING_COUNTER, 10, MIN, 0, 3), T0,
+           sc, sizeof(sc) / sizeof(sc[0]));
+    /* a lease goes back by RELEASE */
+    const gstep cc[] = {
+        {0, WEIR_OP_REFUND, 1, 0, 0, 0, 0, 0, 0, 0, WEIR_EALGO},
+        {0, WEIR_OP_CHARGE, 1, 0, 0, 0, 0, 0, 0, 0, WEIR_EALGO},
+    };
+    golden("golden:refund:concurrency", compile(WEIR_ALGO_CONCURRENCY, 2, S), T0, cc, 2);
+}
+
 /* limit 0 bans: denied "never", limit and remaining 0, no key */
 static void bans(void **unused)
 {
@@ -845,6 +909,10 @@ static void random_op(trace *t, weir_op *op, bool atomic)
         op->lease = n == 0 || u == 0 ? rng_below(&t->rng, 3) * 1000 : t->leases[ki][u % n];
         if (u == 1 && n)
             op->lease = t->leases[ki][n - 1] + 1; /* not given out yet */
+    } else if (r >= 30 && r < 34 && (!atomic || rng_below(&t->rng, 8) == 0)) {
+        op->kind = WEIR_OP_REFUND; /* in an atomic batch, it fails the batch */
+    } else if (r >= 34 && r < 37 && (!atomic || rng_below(&t->rng, 8) == 0)) {
+        op->kind = WEIR_OP_CHARGE;
     } else {
         op->kind = WEIR_OP_TAKE;
         /* now and then a reserve to keep free */
@@ -1060,9 +1128,10 @@ static void atomic_batches_match_the_memory_store(void **unused)
         }
         size_t nb = random_call(&t, b, ops, rng_below(&t.rng, 4) != 0);
         for (size_t j = 0; j < nb; j++) {
-            /* the store refuses a RELEASE in an atomic batch outright */
+            /* the store refuses a RELEASE, REFUND or CHARGE in an atomic
+             * batch outright */
             for (size_t i = 0; i < b[j].n && (b[j].flags & WEIR_BATCH_ATOMIC); i++)
-                if (ops[j][i].kind == WEIR_OP_RELEASE)
+                if (ops[j][i].kind != WEIR_OP_TAKE)
                     ops[j][i].kind = WEIR_OP_CHECK;
         }
         expect want[MAX_BATCHES][MAX_OPS];
@@ -1379,10 +1448,12 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     op.key_len = WEIR_MAX_KEY_BYTES + 1;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     op.key_len = 1;
-    /* the script's own REFUND may be sent (a caller may not submit it: test_redis_store) */
-    op.kind = (weir_op_kind)WEIR__REDIS_OP_REFUND;
+    /* REFUND and CHARGE may be sent; no kind past them */
+    op.kind = WEIR_OP_REFUND;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_OK);
-    op.kind = (weir_op_kind)(WEIR__REDIS_OP_REFUND + 1);
+    op.kind = WEIR_OP_CHARGE;
+    assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_OK);
+    op.kind = (weir_op_kind)(WEIR_OP_CHARGE + 1);
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     assert_int_equal(weir__redis_op_ok(NULL, T0), WEIR_EINVAL);
 }
@@ -1428,7 +1499,7 @@ static void refund_gives_back_a_take(void **unused)
         if (!take.result.allowed)
             fail_msg("%s: the take is denied", key);
         assert_true(take.result.remaining < before.result.remaining);
-        weir_op back = one_op(key, &lims[i], WEIR__REDIS_OP_REFUND, 3);
+        weir_op back = one_op(key, &lims[i], WEIR_OP_REFUND, 3);
         assert_true(back.result.allowed); /* there was a state */
         weir_op after = one_op(key, &lims[i], WEIR_OP_CHECK, 1);
         if (after.result.remaining != before.result.remaining)
@@ -1441,7 +1512,7 @@ static void refund_gives_back_a_take(void **unused)
         freeReplyObject(r);
     }
     /* nothing to undo on a key that is not there */
-    assert_false(one_op("refund:none", &lims[0], WEIR__REDIS_OP_REFUND, 1).result.allowed);
+    assert_false(one_op("refund:none", &lims[0], WEIR_OP_REFUND, 1).result.allowed);
 }
 
 /* An argument vector joined by '|', NUL as '_'. */
@@ -2228,6 +2299,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_token_bucket),
+        cmocka_unit_test(golden_refund_and_charge),
         cmocka_unit_test(golden_leaky),
         cmocka_unit_test(golden_gcra),
         cmocka_unit_test(golden_fixed_window),

@@ -99,6 +99,14 @@ void weir__deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t 
     for (size_t i = 0; i < n; i++) {
         const weir_op *op = &ops[i];
         const weir_result *r = &op->result;
+        if (op->kind == WEIR_OP_REFUND && op->status == WEIR_OK && r->allowed) {
+            /* capacity given back: the key's denial may no longer hold */
+            XXH128_hash_t h;
+            slot *s = find(c, op, &h);
+            if (XXH128_isEqual(s->key, h))
+                s->until = 0;
+            continue;
+        }
         if (op->status != WEIR_OK || r->allowed || r->retry_after_us <= 0 || !cacheable(op))
             continue;
         XXH128_hash_t h;

@@ -217,6 +217,29 @@ WEIR_API weir_status weir_step(const weir_limit *lim, void *state, int64_t now_u
                                weir_result *res);
 
 /**
+ * weir_step_reserve() - weir_step() that keeps a reserve: the request is
+ * admitted only if at least @reserve units remain free after it (Since 0.2).
+ *
+ * @hits:    the cost charged when admitted, exactly as weir_step() charges
+ *           it; 0 peeks: it reports whether a request of cost 1 with the
+ *           same reserve would be admitted now, and changes nothing.
+ * @reserve: units that must stay free; 0 is weir_step().
+ *
+ * Admitted iff weir_check() of a cost of max(hits, 1) + @reserve
+ * (saturating) admits; then @hits only is charged and @res is
+ * weir_step()'s. Denied by the reserve, @res is that check's: allowed
+ * false, retry_after_us the time until hits + reserve fit (WEIR_NEVER when
+ * they exceed what the key can ever hold), remaining, limit and reset as a
+ * denial reports them; the state is not changed. For the concurrency
+ * limiter an admitted step is an acquire of @hits units (an adaptive limit
+ * below the limiter's maximum is a reserve of maximum - current limit).
+ *
+ * Same returns, arguments and guarantees as weir_step().
+ */
+WEIR_API weir_status weir_step_reserve(const weir_limit *lim, void *state, int64_t now_us,
+                                       uint64_t hits, uint64_t reserve, weir_result *res);
+
+/**
  * weir_check() - the verdict weir_step() would give, without changing
  * anything. Used to check several limits before charging any of them.
  * Same arguments, returns and guarantees as weir_step(), except that
@@ -237,6 +260,61 @@ WEIR_API weir_status weir_check(const weir_limit *lim, const void *state, int64_
  */
 WEIR_API weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us,
                                   uint64_t lease, weir_result *res);
+
+/**
+ * weir_refund() - give back @hits units that a TAKE under the same limit
+ * charged earlier (Since 0.2): a reservation settled for less than it
+ * took, or a charge undone.
+ *
+ * @state:  weir_state_size(lim) bytes; written only when something is
+ *          given back.
+ * @hits:   the units to give back; 0 gives back nothing.
+ * @res:    the state after the refund, as a peek (hits 0) would report it
+ *          (limit, remaining, reset_after_us), with allowed = whether
+ *          there was something to give back, retry_after_us, delay_us and
+ *          lease 0. Written only on success.
+ *
+ * Per algorithm (docs/ALGORITHMS.md, "Reserve, refund and charge"): the
+ * fixed window's count down by @hits, not below 0, and nothing when the
+ * state's window is over; the buckets' level down by @hits requests, not
+ * below empty; GCRA's TAT back by @hits emission intervals, not before
+ * now; the sliding log's newest @hits entries removed; the sliding
+ * counter's newest sub-window's count down by @hits, not below 0, and
+ * nothing when that sub-window has left the window. Nothing is given back
+ * when the key is at rest (a fresh state). A refund never makes the key
+ * live longer. It gives back what the state holds, not what this caller
+ * charged: refund only what was charged.
+ *
+ * Returns WEIR_OK; WEIR_EALGO for the concurrency limiter (a lease goes
+ * back by weir_release()); WEIR_EINVAL for a NULL pointer or a corrupt
+ * state.
+ */
+WEIR_API weir_status weir_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                 weir_result *res);
+
+/**
+ * weir_charge() - charge @hits whatever the verdict would be, as far as the
+ * state can hold them (Since 0.2): the work already happened (a cost known
+ * only afterwards, an overrun of a reservation).
+ *
+ * @state:  weir_state_size(lim) bytes; written when @hits > 0.
+ * @hits:   the units to charge; 0 charges nothing.
+ * @res:    as after a TAKE: allowed true, limit, remaining, reset_after_us;
+ *          retry_after_us, delay_us and lease 0. Written only on success.
+ *
+ * The state saturates at full: the fixed window's count at the limit, the
+ * buckets' level at the capacity, GCRA's TAT at now + the burst's
+ * tolerance, the sliding log filled to the limit with entries at now, the
+ * sliding counter's estimate at the limit. What the key cannot hold is not
+ * carried over as debt: the key is simply full, and admits again as it
+ * would after any TAKE that filled it. A charge of more than the limit
+ * leaves remaining 0. A ban (limit 0) holds nothing.
+ *
+ * Returns WEIR_OK; WEIR_EALGO for the concurrency limiter; WEIR_EINVAL for
+ * a NULL pointer or a corrupt state.
+ */
+WEIR_API weir_status weir_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                 weir_result *res);
 
 /* ------------------------------------------------------------------------ */
 /* Reading a state                                                          */

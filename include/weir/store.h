@@ -45,7 +45,17 @@ typedef enum weir_op_kind {
     /** Forget the key's state: the key is fresh again. `limit` must still
      *  be a valid limit (its fields are not used); result.allowed says
      *  whether the store held a state. Not in an atomic batch. */
-    WEIR_OP_RESET = 3
+    WEIR_OP_RESET = 3,
+    /** Since 0.2: give back `hits` that a TAKE under the same limit charged
+     *  (weir_refund()). Never creates a key: on a key the store does not
+     *  hold (or holds under another limit) it changes nothing, with
+     *  result.allowed false. WEIR_EALGO for a concurrency limit. Not in an
+     *  atomic batch. */
+    WEIR_OP_REFUND = 4,
+    /** Since 0.2: charge `hits` whatever the verdict, as far as the key can
+     *  hold them (weir_charge()). Creates the key like a TAKE. WEIR_EALGO
+     *  for a concurrency limit. Not in an atomic batch. */
+    WEIR_OP_CHARGE = 5
 } weir_op_kind;
 
 /** One operation of a batch. Inputs are borrowed until completion. */
@@ -61,6 +71,10 @@ typedef struct weir_op {
     /* outputs, valid when the batch completes */
     weir_status status; /* per operation: WEIR_OK, or why this one failed */
     weir_result result; /* valid when status == WEIR_OK */
+    /** Since 0.2, an input: for a TAKE, the op is admitted only if at least
+     *  `reserve` units remain free after it (weir_step_reserve()); it still
+     *  charges `hits` only. 0 = as before. Ignored by the other kinds. */
+    uint64_t reserve;
 } weir_op;
 
 /** Op flag: a store must not answer this op from a local cache of
@@ -120,8 +134,9 @@ typedef void (*weir_store_cb)(void *arg, weir_op *ops, size_t n, weir_status sta
  *
  * An atomic batch on the memory store holds at most 64 ops (WEIR_EINVAL
  * past that). An op that is not valid (an empty or too long key, no
- * limit, a RELEASE or RESET inside an atomic batch) fails the whole
- * atomic batch with WEIR_EINVAL, and only itself in an independent batch.
+ * limit, a RELEASE, RESET, REFUND or CHARGE inside an atomic batch) fails
+ * the whole atomic batch with WEIR_EINVAL, and only itself in an
+ * independent batch.
  */
 WEIR_API weir_status weir_store_submit(weir_store *store, weir_op *ops, size_t n, int64_t now_us,
                                        unsigned flags, weir_store_cb cb, void *arg);

@@ -31,6 +31,31 @@ weir_status weir__conc_decide(const weir_limit *lim, const void *in, void *out, 
 weir_status weir__conc_release(const weir_limit *lim, void *state, int64_t now_us, uint64_t lease,
                                weir_result *res);
 
+/* weir_refund() and weir_charge() of an algorithm: they change @state in
+ * place (the refund only when it gives something back, then setting
+ * *@changed; the charge when hits > 0) and report nothing: the dispatcher
+ * reads the state afterwards as a peek does. Same preconditions as a
+ * decide function. A NULL charge function in the registry charges by a
+ * step of what the state can still admit (the window algorithms); the
+ * concurrency limiter has neither. */
+typedef weir_status (*weir__settle_fn)(const weir_limit *lim, void *state, int64_t now_us,
+                                       uint64_t hits, bool *changed);
+
+weir_status weir__bucket_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                bool *changed);
+weir_status weir__bucket_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                bool *changed);
+weir_status weir__gcra_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              bool *changed);
+weir_status weir__gcra_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              bool *changed);
+weir_status weir__fixed_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                               bool *changed);
+weir_status weir__log_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                             bool *changed);
+weir_status weir__counter_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                 bool *changed);
+
 /* weir_state_describe() of each algorithm: @v is zeroed with its
  * algorithm set, `now_us` >= 0 and the limit >= 1 (registry.c). */
 weir_status weir__bucket_describe(const weir_limit *lim, const void *in, int64_t now_us,
@@ -100,5 +125,25 @@ void weir__ban_result(const weir_limit *lim, weir_result *res);
  * `now_us` is >= 0: the memory store's hot path. `out` NULL is a check. */
 weir_status weir__decide(const weir_limit *lim, const void *in, void *out, int64_t now_us,
                          uint64_t hits, weir_result *res);
+
+/* weir_step_reserve() for the same callers as weir__decide(): a TAKE of
+ * @hits that leaves at least @reserve units free; @reserve 0 is
+ * weir__decide(). `out` NULL is a check. */
+weir_status weir__decide_reserve(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, uint64_t reserve, weir_result *res);
+
+/* weir_refund() and weir_charge() for the same callers as weir__decide():
+ * @state is written in place. */
+weir_status weir__refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                         weir_result *res);
+weir_status weir__charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                         weir_result *res);
+
+/* What a refund or a charge reports of @state at @now_us: a peek's limit,
+ * remaining and reset_after_us, with @allowed and no retry, delay or
+ * lease (a ban: all 0). The memory store's refund of a key it does not
+ * hold reports a fresh state so. */
+weir_status weir__settled(const weir_limit *lim, const void *state, int64_t now_us, bool allowed,
+                          weir_result *res);
 
 #endif /* WEIR_ALGO_INTERNAL_H */

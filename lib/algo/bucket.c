@@ -89,6 +89,51 @@ weir_status weir__bucket_decide(const weir_limit *lim, const void *in, void *out
     return WEIR_OK;
 }
 
+/* The level at the later of @now_us and the state's last drain, @t. */
+static int64_t level_at(const weir_limit *lim, const bucket_state *s, int64_t now_us, int64_t *t)
+{
+    *t = max64(now_us, s->last_us);
+    int64_t drained;
+    if (__builtin_mul_overflow(*t - s->last_us, lim->rate, &drained) || drained >= s->level)
+        return 0;
+    return s->level - drained;
+}
+
+/* A refund takes the stored level down by hits requests, not below empty,
+ * when the bucket still holds something, and keeps the drain time (so the
+ * key is at rest no later than before); a charge takes the level up by
+ * hits requests, at most to the capacity. */
+static weir_status settle(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                          bool charge, bool *changed)
+{
+    bucket_state s;
+    memcpy(&s, state, sizeof(s));
+    if (s.level < 0 || s.level > lim->capacity || s.last_us < 0)
+        return WEIR_EINVAL;
+    int64_t t, level = level_at(lim, &s, now_us, &t);
+    if (hits == 0 || (!charge && level == 0))
+        return WEIR_OK;
+    int64_t need = sat_mul_u(hits, lim->unit);
+    bucket_state n = {level + min64(need, lim->capacity - level), t};
+    if (!charge)
+        n = (bucket_state){need >= s.level ? 0 : s.level - need, s.last_us};
+    memcpy(state, &n, sizeof(n));
+    *changed = true;
+    return WEIR_OK;
+}
+
+weir_status weir__bucket_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                bool *changed)
+{
+    return settle(lim, state, now_us, hits, false, changed);
+}
+
+weir_status weir__bucket_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                bool *changed)
+{
+    return settle(lim, state, now_us, hits, true, changed);
+}
+
 /* @units of 1/unit of a request, in thousandths of a request (floor). */
 static int64_t milli_of(const weir_limit *lim, int64_t units)
 {

@@ -53,6 +53,23 @@ weir_status weir__fixed_decide(const weir_limit *lim, const void *in, void *out,
     return WEIR_OK;
 }
 
+/* The count of the state's window down by hits; a window over (the time
+ * is in a later one) holds nothing to give back. */
+weir_status weir__fixed_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                               bool *changed)
+{
+    fixed_state s;
+    memcpy(&s, state, sizeof(s));
+    if (s.window < 0 || s.count > lim->limit)
+        return WEIR_EINVAL;
+    if (floor_recip(now_us, lim->window_us, lim->inv_span) > s.window || s.count == 0 || hits == 0)
+        return WEIR_OK;
+    s.count -= hits < s.count ? hits : s.count;
+    memcpy(state, &s, sizeof(s));
+    *changed = true;
+    return WEIR_OK;
+}
+
 weir_status weir__fixed_describe(const weir_limit *lim, const void *in, int64_t now_us,
                                  weir_state_view *v)
 {

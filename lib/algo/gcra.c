@@ -73,6 +73,41 @@ weir_status weir__gcra_decide(const weir_limit *lim, const void *in, void *out, 
     return WEIR_OK;
 }
 
+/* A refund moves the TAT back by hits emission intervals, not before now,
+ * when the key is not at rest; a charge moves it forward, at most to now +
+ * the tolerance (a TAT already past it, a clock that went back, stays). */
+static weir_status settle(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                          bool charge, bool *changed)
+{
+    gcra_state s;
+    memcpy(&s, state, sizeof(s));
+    if (s.tat_ns < 0)
+        return WEIR_EINVAL;
+    int64_t t = sat_mul(now_us, NS_PER_US);
+    int64_t tat = max64(s.tat_ns, t), backlog = tat - t;
+    if (hits == 0 || (charge ? backlog >= lim->capacity : backlog == 0))
+        return WEIR_OK;
+    int64_t need = sat_mul_u(hits, lim->unit);
+    gcra_state n = {charge ? sat_add(tat, min64(need, lim->capacity - backlog))
+                           : max64(sat_sub(tat, need), t),
+                    0};
+    memcpy(state, &n, sizeof(n));
+    *changed = true;
+    return WEIR_OK;
+}
+
+weir_status weir__gcra_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              bool *changed)
+{
+    return settle(lim, state, now_us, hits, false, changed);
+}
+
+weir_status weir__gcra_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              bool *changed)
+{
+    return settle(lim, state, now_us, hits, true, changed);
+}
+
 weir_status weir__gcra_describe(const weir_limit *lim, const void *in, int64_t now_us,
                                 weir_state_view *v)
 {

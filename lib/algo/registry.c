@@ -19,18 +19,26 @@ typedef struct algo_row {
     const char *name;
     weir__decide_fn decide;
     describe_fn describe;
+    weir__settle_fn refund; /* NULL: WEIR_EALGO */
+    weir__settle_fn charge; /* NULL: a step of what the state can admit */
 } algo_row;
 
 static const algo_row rows[WEIR_ALGORITHM_COUNT + 1] = {
-    [WEIR_ALGO_TOKEN_BUCKET] = {"token_bucket", weir__bucket_decide, weir__bucket_describe},
-    [WEIR_ALGO_GCRA] = {"gcra", weir__gcra_decide, weir__gcra_describe},
-    [WEIR_ALGO_LEAKY_BUCKET] = {"leaky_bucket", weir__bucket_decide, weir__bucket_describe},
-    [WEIR_ALGO_LEAKY_SHAPER] = {"leaky_bucket_shaper", weir__bucket_decide, weir__bucket_describe},
-    [WEIR_ALGO_FIXED_WINDOW] = {"fixed_window", weir__fixed_decide, weir__fixed_describe},
-    [WEIR_ALGO_SLIDING_LOG] = {"sliding_window_log", weir__log_decide, weir__log_describe},
+    [WEIR_ALGO_TOKEN_BUCKET] = {"token_bucket", weir__bucket_decide, weir__bucket_describe,
+                                weir__bucket_refund, weir__bucket_charge},
+    [WEIR_ALGO_GCRA] = {"gcra", weir__gcra_decide, weir__gcra_describe, weir__gcra_refund,
+                        weir__gcra_charge},
+    [WEIR_ALGO_LEAKY_BUCKET] = {"leaky_bucket", weir__bucket_decide, weir__bucket_describe,
+                                weir__bucket_refund, weir__bucket_charge},
+    [WEIR_ALGO_LEAKY_SHAPER] = {"leaky_bucket_shaper", weir__bucket_decide, weir__bucket_describe,
+                                weir__bucket_refund, weir__bucket_charge},
+    [WEIR_ALGO_FIXED_WINDOW] = {"fixed_window", weir__fixed_decide, weir__fixed_describe,
+                                weir__fixed_refund, NULL},
+    [WEIR_ALGO_SLIDING_LOG] = {"sliding_window_log", weir__log_decide, weir__log_describe,
+                               weir__log_refund, NULL},
     [WEIR_ALGO_SLIDING_COUNTER] = {"sliding_window_counter", weir__counter_decide,
-                                   weir__counter_describe},
-    [WEIR_ALGO_CONCURRENCY] = {"concurrency", weir__conc_decide, weir__conc_describe},
+                                   weir__counter_describe, weir__counter_refund, NULL},
+    [WEIR_ALGO_CONCURRENCY] = {"concurrency", weir__conc_decide, weir__conc_describe, NULL, NULL},
 };
 
 static const algo_row *row_of(weir_algorithm algo)
@@ -254,6 +262,43 @@ weir_status weir_check(const weir_limit *lim, const void *state, int64_t now_us,
     return dispatch(lim, state, NULL, now_us, hits, res);
 }
 
+/* The cost a reserve's check decides: a peek's 1, plus the reserve. */
+static uint64_t reserve_cost(uint64_t hits, uint64_t reserve)
+{
+    uint64_t cost;
+    if (__builtin_add_overflow(hits ? hits : 1, reserve, &cost))
+        cost = UINT64_MAX;
+    return cost;
+}
+
+weir_status weir__decide_reserve(const weir_limit *lim, const void *in, void *out, int64_t now_us,
+                                 uint64_t hits, uint64_t reserve, weir_result *res)
+{
+    if (reserve > 0) {
+        /* check hits + reserve, charge hits: a denial is that check's */
+        weir_status st = weir__decide(lim, in, NULL, now_us, reserve_cost(hits, reserve), res);
+        if (st != WEIR_OK || !res->allowed)
+            return st;
+    }
+    return weir__decide(lim, in, out, now_us, hits, res);
+}
+
+weir_status weir_step_reserve(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                              uint64_t reserve, weir_result *res)
+{
+    if (reserve > 0) {
+        weir_result tmp;
+        weir_status st = weir_check(lim, state, now_us, reserve_cost(hits, reserve), &tmp);
+        if (st != WEIR_OK)
+            return st;
+        if (!tmp.allowed) {
+            *res = tmp;
+            return WEIR_OK;
+        }
+    }
+    return weir_step(lim, state, now_us, hits, res);
+}
+
 weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uint64_t lease,
                          weir_result *res)
 {
@@ -273,6 +318,95 @@ weir_status weir_release(const weir_limit *lim, void *state, int64_t now_us, uin
         *res = tmp;
     }
     return st;
+}
+
+weir_status weir__settled(const weir_limit *lim, const void *state, int64_t now_us, bool allowed,
+                          weir_result *res)
+{
+    weir_result r;
+    memset(&r, 0, sizeof(r));
+    if (lim->limit > 0) {
+        weir_status st = rows[lim->algorithm].decide(lim, state, NULL, now_us, 0, &r);
+        if (st != WEIR_OK)
+            return st;
+    }
+    r.allowed = allowed;
+    r.retry_after_us = 0;
+    r.delay_us = 0;
+    r.lease = 0;
+    *res = r;
+    return WEIR_OK;
+}
+
+weir_status weir__refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                         weir_result *res)
+{
+    const algo_row *r = &rows[lim->algorithm];
+    if (!r->refund || lim->warmup_us)
+        return WEIR_EALGO; /* a warm-up's cost depends on its heat: not undone */
+    bool changed = false;
+    if (lim->limit > 0) {
+        weir_status st = r->refund(lim, state, now_us, hits, &changed);
+        if (st != WEIR_OK)
+            return st;
+    }
+    return weir__settled(lim, state, now_us, changed, res);
+}
+
+weir_status weir__charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                         weir_result *res)
+{
+    const algo_row *r = &rows[lim->algorithm];
+    if (!r->refund || lim->warmup_us)
+        return WEIR_EALGO; /* the concurrency limiter (it holds leases), a warm-up */
+    if (lim->limit > 0 && r->charge) {
+        bool changed = false;
+        weir_status st = r->charge(lim, state, now_us, hits, &changed);
+        if (st != WEIR_OK)
+            return st;
+    } else if (lim->limit > 0) {
+        /* a window holds at most what a TAKE could still take: that much */
+        weir_result peek;
+        weir_status st = r->decide(lim, state, NULL, now_us, 0, &peek);
+        if (st != WEIR_OK)
+            return st;
+        uint64_t take = hits < peek.remaining ? hits : peek.remaining;
+        if (take > 0 && (st = r->decide(lim, state, state, now_us, take, &peek)) != WEIR_OK)
+            return st;
+    }
+    return weir__settled(lim, state, now_us, true, res);
+}
+
+/* weir_refund() and weir_charge(): the arguments checked and the time
+ * clamped as weir_step() does. */
+static weir_status settle(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                          bool charge, weir_result *res)
+{
+    if (!lim || !state || !res || !aligned8(state) || !row_of(lim->algorithm))
+        return WEIR_EINVAL;
+    int64_t behind_us = behind_zero(now_us);
+    if (now_us < 0)
+        now_us = 0;
+    weir_result tmp;
+    weir_status st = charge ? weir__charge(lim, state, now_us, hits, &tmp)
+                            : weir__refund(lim, state, now_us, hits, &tmp);
+    if (st == WEIR_OK) {
+        shift_durations(&tmp, behind_us);
+        *res = tmp;
+    }
+    return st;
+}
+
+weir_status weir_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                        weir_result *res)
+{
+    return settle(lim, state, now_us, hits, false, res);
+}
+
+weir_status weir_charge(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                        weir_result *res)
+{
+    return settle(lim, state, now_us, hits, true, res);
 }
 
 weir_status weir__limit_share(const weir_limit *lim, uint32_t ppm, weir_limit *out)

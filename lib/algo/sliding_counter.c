@@ -206,6 +206,25 @@ weir_status weir__counter_decide(const weir_limit *lim, const void *in, void *ou
     return counter_decide(lim, in, out, now_us, hits, res, lim->sub_windows);
 }
 
+/* The newest sub-window's count down by hits, when that sub-window still
+ * counts (it is one of the window's k or the one sliding out). */
+weir_status weir__counter_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                                 bool *changed)
+{
+    counter_state *st = state;
+    uint32_t k = lim->sub_windows;
+    view v = {lim, lim->span_us, k, k + 1, st->cur, st->c, lim->inv_span};
+    int64_t j, e;
+    if (!locate(&v, &now_us, &j, &e))
+        return WEIR_EINVAL;
+    uint32_t *c = &st->c[ring_index(&v, v.cur)];
+    if (hits == 0 || *c == 0 || v.cur < j - (int64_t)k)
+        return WEIR_OK;
+    *c -= hits < *c ? (uint32_t)hits : *c;
+    *changed = true;
+    return WEIR_OK;
+}
+
 weir_status weir__counter_describe(const weir_limit *lim, const void *in, int64_t now_us,
                                    weir_state_view *out)
 {

@@ -79,6 +79,24 @@ weir_status weir__log_decide(const weir_limit *lim, const void *in, void *out, i
     return WEIR_OK;
 }
 
+/* The newest hits entries go, when the newest is still in the window
+ * (else the log holds nothing that counts). */
+weir_status weir__log_refund(const weir_limit *lim, void *state, int64_t now_us, uint64_t hits,
+                             bool *changed)
+{
+    log_state *s = state;
+    if (s->head >= lim->limit || s->count > lim->limit)
+        return WEIR_EINVAL;
+    if (hits == 0 || s->count == 0)
+        return WEIR_OK;
+    int64_t newest = s->ts[slot(lim, s->head, s->count - 1u)];
+    if (newest <= max64(now_us, newest) - lim->window_us)
+        return WEIR_OK;
+    s->count -= hits < s->count ? (uint32_t)hits : s->count;
+    *changed = true;
+    return WEIR_OK;
+}
+
 weir_status weir__log_describe(const weir_limit *lim, const void *in, int64_t now_us,
                                weir_state_view *v)
 {

@@ -250,6 +250,7 @@ void weir__place_op(decision *dc, size_t i, size_t slot)
     op->limit = p->lim;
     op->hits = p->hits;
     op->lease = 0;
+    op->reserve = 0;
     op->kind = p->kind;
     op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
     if (p->limit->sync_interval_us && dc->engine->shared_keys)

@@ -709,7 +709,7 @@ static bool op_valid(const weir_op *op, unsigned flags)
         return false;
     return op->key && op->key_len >= 1 && op->key_len <= WEIR_MAX_KEY_BYTES && op->limit &&
            (unsigned)op->limit->algorithm - 1u < WEIR_ALGORITHM_COUNT &&
-           (unsigned)op->kind <= (unsigned)WEIR_OP_RESET;
+           (unsigned)op->kind <= (unsigned)WEIR_OP_CHARGE;
 }
 
 /* The shard's clock: never behind what it has already seen, never before
@@ -738,13 +738,23 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
         op->status = WEIR_OK;
         return;
     }
+    if ((op->kind == WEIR_OP_REFUND || op->kind == WEIR_OP_CHARGE) &&
+        (lim->algorithm == WEIR_ALGO_CONCURRENCY || lim->warmup_us)) {
+        /* leases go back by RELEASE; a warm-up's cost is not undone
+         * (weir_refund()): nothing read or changed */
+        op->status = WEIR_EALGO;
+        return;
+    }
     if (e && !state_matches(e, lim) && op->kind == WEIR_OP_RELEASE) {
         /* a lease is given back under the limit it was taken under: under
          * another, there is none to give back (and the state stays) */
         op->status = lim->algorithm == WEIR_ALGO_CONCURRENCY ? WEIR_ENOLEASE : WEIR_EALGO;
         return;
     }
-    if (e && !state_matches(e, lim)) {
+    if (e && !state_matches(e, lim) && op->kind == WEIR_OP_REFUND) {
+        /* what a TAKE of this limit charged is not in another's state */
+        e = NULL;
+    } else if (e && !state_matches(e, lim)) {
         /* The key's limit changed shape: start it fresh. */
         remove_entry(ms, sh, e);
         e = NULL;
@@ -765,17 +775,40 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
         if (st == WEIR_OK)
             note_decision(sh, e, now_us, res);
         break;
+    case WEIR_OP_REFUND:
+        if (!e) {
+            /* nothing held: nothing to give back, and no key made */
+            st = weir__settled(lim, zero_state.b, now_us, false, res);
+        } else {
+            st = weir__refund(lim, entry_state(e), now_us, op->hits, res);
+            /* at rest no later than before: the rest time only moves in */
+            if (st == WEIR_OK && res->allowed)
+                note_decision(sh, e, now_us, res);
+        }
+        break;
+    case WEIR_OP_CHARGE:
+        if (!e && op->hits == 0) {
+            st = weir__settled(lim, zero_state.b, now_us, true, res);
+            break;
+        }
+        if (!e && (st = insert(ms, sh, d, lim, now_us, &e)) != WEIR_OK)
+            break;
+        st = weir__charge(lim, entry_state(e), now_us, op->hits, res);
+        if (st == WEIR_OK)
+            note_decision(sh, e, now_us, res);
+        break;
     default:
         if (!e) {
             /* Decide on a fresh state first: a denial or a peek creates no key. */
-            st = weir__decide(lim, zero_state.b, NULL, now_us, op->hits, res);
+            st = weir__decide_reserve(lim, zero_state.b, NULL, now_us, op->hits, op->reserve, res);
             if (st != WEIR_OK || !res->allowed || op->hits == 0)
                 break;
             st = insert(ms, sh, d, lim, now_us, &e);
             if (st != WEIR_OK)
                 break;
         }
-        st = weir__decide(lim, entry_state(e), entry_state(e), now_us, op->hits, res);
+        st = weir__decide_reserve(lim, entry_state(e), entry_state(e), now_us, op->hits,
+                                  op->reserve, res);
         if (st == WEIR_OK)
             note_decision(sh, e, now_us, res);
         break;
@@ -787,13 +820,14 @@ static void run_locked(memstore *ms, shard *sh, weir_op *op, const digest *d, in
  * decided straight into `res`; false when it is not that case and the
  * general way (run_locked()) must decide. The shard is locked. */
 static inline bool take_existing(shard *sh, entry *e, const weir_limit *lim, int64_t now_us,
-                                 uint64_t hits, weir_result *res, weir_status *st)
+                                 uint64_t hits, uint64_t reserve, weir_result *res, weir_status *st)
 {
     if (!e || !state_matches(e, lim))
         return false;
     int64_t tnow = shard_now(sh, now_us);
     void *state = entry_state(e);
-    *st = weir__decide(lim, state, state, tnow, hits, res);
+    *st = reserve ? weir__decide_reserve(lim, state, state, tnow, hits, reserve, res)
+                  : weir__decide(lim, state, state, tnow, hits, res);
     if (*st == WEIR_OK)
         note_decision(sh, e, tnow, res);
     return true;
@@ -844,8 +878,9 @@ static void run_independent(memstore *ms, weir_op *ops, size_t n, int64_t now_us
             shard *sh = &ms->shards[d->shard];
             weir_op *op = &ops[k];
             weir__spin_lock(&sh->lock);
-            if (op->kind != WEIR_OP_TAKE || !take_existing(sh, find(sh, d), op->limit, now_us,
-                                                           op->hits, &op->result, &op->status))
+            if (op->kind != WEIR_OP_TAKE ||
+                !take_existing(sh, find(sh, d), op->limit, now_us, op->hits, op->reserve,
+                               &op->result, &op->status))
                 run_locked(ms, sh, op, d, now_us);
             weir__spin_unlock(&sh->lock);
         }
@@ -910,8 +945,8 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
     /* the engine's batches are valid by construction and already fetched */
     bool planned = (flags & WEIR__BATCH_PLANNED) != 0;
     for (size_t i = 0; i < n; i++) {
-        if (!planned && (!op_valid(&ops[i], flags) || ops[i].kind == WEIR_OP_RELEASE ||
-                         ops[i].kind == WEIR_OP_RESET))
+        if (!planned && (!op_valid(&ops[i], flags) ||
+                         (ops[i].kind != WEIR_OP_TAKE && ops[i].kind != WEIR_OP_CHECK)))
             return WEIR_EINVAL;
         d[i] = op_digest(ms, &ops[i], flags);
         if (!planned)
@@ -962,8 +997,9 @@ static weir_status run_atomic(memstore *ms, weir_op *ops, size_t n, int64_t now_
         /* a step may write only the fields it changes */
         if (copy[i])
             memcpy(next[i].b, state, sizeof(next[i].b));
-        op->status =
-            weir__decide(op->limit, state, copy[i] ? next[i].b : NULL, t[i], hits, &op->result);
+        /* a TAKE's reserve stays free after the key's TAKEs so far and its own */
+        op->status = weir__decide_reserve(op->limit, state, copy[i] ? next[i].b : NULL, t[i], hits,
+                                          take ? op->reserve : 0, &op->result);
         if (op->status == WEIR_OK && take && !op->result.allowed)
             denied = true;
     }
@@ -1049,7 +1085,7 @@ weir_status weir_memstore_take(weir_store *store, const void *key, size_t key_le
     weir__spin_lock(&sh->lock);
     entry *e = (sh->table == t && sh->nbuckets == nb) ? find_in(&t[b1], &t[b2], &d) : find(sh, &d);
     weir_status st;
-    if (take_existing(sh, e, lim, now_us, hits, res, &st)) {
+    if (take_existing(sh, e, lim, now_us, hits, 0, res, &st)) {
         weir__spin_unlock(&sh->lock);
         return st;
     }

@@ -188,7 +188,8 @@ size_t weir__redis_encode(const char *cmd, size_t cmd_len, const char *body, siz
             }
             arg_u64(&o, (uint64_t)op->kind);
             arg_u64(&o, op->hits);
-            arg_u64(&o, op->lease);
+            /* the lease field carries a TAKE's reserve (codec.h) */
+            arg_u64(&o, op->kind == WEIR_OP_TAKE ? op->reserve : op->lease);
             arg_u64(&o, index);
         }
     }
@@ -358,7 +359,7 @@ weir_status weir__redis_limit_fits(const weir_limit *lim)
 weir_status weir__redis_op_ok(const weir_op *op, int64_t now_us)
 {
     if (!op || !op->key || op->key_len == 0 || op->key_len > WEIR_MAX_KEY_BYTES || !op->limit ||
-        (unsigned)op->kind > (unsigned)WEIR__REDIS_OP_REFUND)
+        (unsigned)op->kind > (unsigned)WEIR_OP_CHARGE)
         return WEIR_EINVAL;
     weir_status st = weir__redis_limit_fits(op->limit);
     if (st != WEIR_OK)

@@ -38,7 +38,9 @@
  *                      charge all or none), 0 = each op on its own
  *              n       the batch's number of ops (>= 1)
  *            an op: kind hits lease l (weir_op's fields, decimal, and the
- *            index 1 .. L of its limit)
+ *            index 1 .. L of its limit); a TAKE (kind 0), which has no
+ *            lease, sends its reserve there instead (weir_op.reserve, 0
+ *            for none: admitted only if hits + reserve would be)
  *
  * Format 3 is format 2 with the keys moved among the arguments, for a
  * Redis Cluster node, where a call's declared keys must share one hash
@@ -64,12 +66,17 @@
  *   lease           only with flag 4 (> 0: else no flag)
  * so that an admission takes 3 and a denial 4. A RESET (kind 3) deletes
  * its key: "allowed" when there was a state, with nothing remaining and
- * no times. Statuses: WEIR_ENOLEASE (a
+ * no times. A REFUND (kind 4, weir_refund(); also the cluster store's
+ * refund of a batch denied on another node, cluster/span.c) and a CHARGE
+ * (kind 5, weir_charge()) report the key after them as a look does, with
+ * "allowed" saying whether the refund gave something back (a charge is
+ * always allowed) and no retry time. Statuses: WEIR_ENOLEASE (a
  * RELEASE of a lease not held, or of a banned concurrency limit),
- * WEIR_EALGO (a RELEASE under another algorithm), WEIR_EINVAL (an unknown
- * kind or algorithm; and every op of an atomic batch that holds a RELEASE
- * or such an op, which then charges nothing, as the memory store refuses
- * such a batch whole).
+ * WEIR_EALGO (a RELEASE under another algorithm; a REFUND or CHARGE of a
+ * concurrency limit), WEIR_EINVAL (an unknown kind or algorithm; and
+ * every op of an atomic batch that holds a RELEASE, RESET, REFUND or
+ * CHARGE or such an op, which then charges nothing, as the memory store
+ * refuses such a batch whole).
  *
  * The script keeps one key per op (script.lua's header gives each
  * algorithm's layout); it expires when the key is back at rest. The caller
@@ -98,12 +105,6 @@ extern const size_t weir__redis_script_len;
  * once where a script does it at every call: about 7 us less per call. */
 #define WEIR__REDIS_LIBRARY_HEAD "#!lua name=weir_v2\n"
 #define WEIR__REDIS_FUNCTION "weir_v2"
-
-/* An op kind of the script's own, past weir_op_kind's: give back the
- * `hits` a TAKE of the same limit charged (the cluster store's refund of
- * a batch denied on another node; cluster/span.c). Its result is allowed
- * when there was a state. */
-#define WEIR__REDIS_OP_REFUND 4
 
 /* Arguments per op after the keys and the limits. */
 #define WEIR__REDIS_OP_ARGS 4u

@@ -47,11 +47,13 @@ void weir__deny_cache_free(weir_ctx *ctx, deny_cache *c)
 }
 
 /* A cost-1 look or take of an algorithm whose denial is exact, from a
- * limit that allows the cache. */
+ * limit that allows the cache. Not a TAKE with a reserve: its denial says
+ * nothing of a plain TAKE's. */
 static bool cacheable(const weir_op *op)
 {
-    return (op->kind == WEIR_OP_TAKE || op->kind == WEIR_OP_CHECK) && op->hits <= 1 &&
-           op->limit->algorithm != WEIR_ALGO_CONCURRENCY && !(op->flags & WEIR_OP_NO_LOCAL_CACHE);
+    return (op->kind == WEIR_OP_CHECK || (op->kind == WEIR_OP_TAKE && op->reserve == 0)) &&
+           op->hits <= 1 && op->limit->algorithm != WEIR_ALGO_CONCURRENCY &&
+           !(op->flags & WEIR_OP_NO_LOCAL_CACHE);
 }
 
 static slot *find(deny_cache *c, const weir_op *op, XXH128_hash_t *h)
@@ -97,6 +99,14 @@ void weir__deny_cache_note(deny_cache *c, const weir_op *ops, size_t n, int64_t 
     for (size_t i = 0; i < n; i++) {
         const weir_op *op = &ops[i];
         const weir_result *r = &op->result;
+        if (op->kind == WEIR_OP_REFUND && op->status == WEIR_OK && r->allowed) {
+            /* capacity given back: the key's denial may no longer hold */
+            XXH128_hash_t h;
+            slot *s = find(c, op, &h);
+            if (XXH128_isEqual(s->key, h))
+                s->until = 0;
+            continue;
+        }
         if (op->status != WEIR_OK || r->allowed || r->retry_after_us <= 0 || !cacheable(op))
             continue;
         XXH128_hash_t h;

@@ -9,7 +9,9 @@
  * no cost-1 request can be admitted anywhere, so no state changes, and the
  * answer Redis would give is the one kept: denied, nothing remaining, the
  * same reset time, retry_after shrinking to T. A batch is answered here
- * only when every op of it is such a denial.
+ * only when every op of it is such a denial. A REFUND that gave capacity
+ * back through this cache's session drops the key's denial (one sent by
+ * another instance is not seen here: the denial then holds until T).
  *
  * One per session (per worker thread): no lock. Fixed memory: a table of
  * slots indexed by a keyed hash of the key; a new denial takes its slot.

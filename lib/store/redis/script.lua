@@ -10,12 +10,14 @@ Keys: one per op (format 3: no key declared, and "3", k and the keys
 come first among the arguments). Arguments: 2 (the format), L, L limits (each one
 argument, "algorithm limit window_us burst sub_windows unit rate
 capacity", and for a token bucket with a warm-up " warmup_us
-cold_factor" after them), m, then per batch "now flags n" and 4 per op: kind hits lease
-and the index (1 .. L) of its limit. Reply: Redis's TIME in microseconds
-when a batch's now was "-" (else 0), then per op its status when it
-failed, else limit x 8 + flags (1 allowed, 2 delay follows, 4 lease
-follows), remaining, reset_after, and the retry_after of a denial, the
-delay and the lease when flagged.
+cold_factor" after them), m, then per batch "now flags n" and 4 per op:
+kind hits lease and the index (1 .. L) of its limit (a TAKE's lease is
+its reserve: the units it must leave free, 0 for none;
+weir_step_reserve()). Reply: Redis's TIME in microseconds when a batch's
+now was "-" (else 0), then per op its status when it failed, else limit
+x 8 + flags (1 allowed, 2 delay follows, 4 lease follows), remaining,
+reset_after, and the retry_after of a denial, the delay and the lease
+when flagged.
 
 Two ways to run it: as a script (EVAL, EVALSHA), or, on Redis 7, loaded
 once as a function library ("#!lua name=<library>" and this text, FUNCTION
@@ -1153,9 +1155,22 @@ local function lim_of(a)
     return L
 end
 
--- Decide op i under limit L with `hits`, charging it when `write`, and put
--- its result in the reply. Returns its status and allowed.
-local function decide(i, L, now, hits, write)
+-- A TAKE that keeps `reserve` (> 0) units free, weir_step_reserve():
+-- admitted only if a check of hits (1 for a peek) + reserve admits, and
+-- then charged `hits` only; a denial is that check's.
+local function take_reserve(f, key, L, now, hits, reserve, write, i)
+    local at = nout
+    if f(key, L, now, (hits > 0 and hits or 1) + reserve, false, i) == 0 then
+        return 0
+    end
+    nout = at
+    return f(key, L, now, hits, write, i)
+end
+
+-- Decide op i under limit L with `hits` (and a TAKE's `reserve`, if any),
+-- charging it when `write`, and put its result in the reply. Returns its
+-- status and allowed.
+local function decide(i, L, now, hits, write, reserve)
     local f = L.f
     if not f then
         emit(EINVAL)
@@ -1163,8 +1178,19 @@ local function decide(i, L, now, hits, write)
     elseif L.ban then -- weir__ban_result()
         emit(OK, 0, 0, 0, 0, -1, 0, 0)
         return OK, 0
+    elseif reserve and reserve > 0 then
+        return OK, take_reserve(f, Keys[i], L, now, hits, reserve, write, i)
     end
     return OK, f(Keys[i], L, now, hits, write, i)
+end
+
+-- A TAKE's reserve, from its op's lease argument Argv[a + 2] (codec.h).
+local function reserve_of(a)
+    local r = Argv[a + 2]
+    if r == '0' then
+        return 0
+    end
+    return tonumber(r)
 end
 
 -- weir_op's RESET: the key goes, and a write of it this call still owes
@@ -1198,75 +1224,215 @@ local function ttl_of(key)
     return nil
 end
 
--- The cluster store's REFUND (kind 4): give back `hits` that a TAKE under
--- L charged moments ago, on another call, for a batch another node
--- denied. The state keeps its TTL (a refund never makes a key live
--- longer), and a refund finds nothing to undo when the state has moved
--- on (a new window, another algorithm's state, a key gone). Returns 1
--- when there was a state to undo, else 0.
+---------------------------------------------------------------- refund, charge
+-- weir_refund() and weir_charge() (kinds 4 and 5; REFUND is also the
+-- cluster store's, giving back what a batch denied on another node
+-- charged). Each reads the state as its algorithm's decision does above
+-- (a state that is not the algorithm's or not valid is a fresh key), and
+-- reports the key after it as a look reads it (settled()).
+
+-- What a REFUND or CHARGE reports (weir__settled()): the key after it as
+-- a look with no hits reads it, with `allowed` and no retry time. A ban
+-- holds nothing.
+local function settled(key, L, now, allowed, i)
+    if L.ban then
+        emit(OK, allowed, 0, 0, 0, 0, 0, 0)
+        return
+    end
+    local at = nout
+    L.f(key, L, now, 0, false, i)
+    local h, re, rs = reply[at + 1], reply[at + 2], reply[at + 3]
+    nout = at
+    emit(OK, allowed, (h - h % 8) / 8, re, rs, 0, 0, 0)
+end
+
+-- A bucket's stored level and last drain (0, 0: fresh), as bucket() reads
+-- them, and its level at t, the later of now and the last drain.
+local function bucket_state(key, L, now, i)
+    local level, last = 0, 0
+    local tag, l, t = state3(key, i)
+    if tag == L.algo and l >= 0 and l <= L.cap and l % 1 == 0 and t >= 0 and t <= P52 and
+        t % 1 == 0 then
+        level, last = l, t
+    end
+    local at = last > now and last or now
+    local drained = (at - last) * L.rate -- if it rounds, it is far above the level
+    return level, last, drained >= level and 0 or level - drained, at
+end
+
+-- GCRA's TAT as gcra() reads it: whole microseconds and ticks past them.
+local function gcra_state(key, L, i)
+    local m = L.m
+    local tag, x, y = state3(key, i)
+    if tag == 2 and x >= 0 and x <= P52 + P51 and x % 1 == 0 and y >= 0 and y <= 999 and
+        y % 1 == 0 then
+        local t = m == 1 and (y > 0 and 1 or 0) or cdiv(y, L.d)
+        if t == m then
+            return x + 1, 0
+        end
+        return x, t
+    end
+    return 0, 0
+end
+
+-- The fixed window's window and count as fixed() reads them.
+local function fixed_state(key, L, i)
+    local tag, x, y = state3(key, i)
+    if tag == 5 and x >= 0 and x * L.window <= P52 and x % 1 == 0 and y >= 0 and
+        y <= L.limit and y % 1 == 0 then
+        return x, y
+    end
+    return 0, 0
+end
+
+-- The sliding counter's state unpacked as counter() reads it (counters
+-- from c[3]), or nil.
+local function counter_state(key, L, i)
+    local n, s = L.k + 1, L.span
+    local v = sget(key, i)
+    if not v or #v ~= 9 + 8 * n then
+        return nil
+    end
+    local c = {sunpack(L.fmt, v)}
+    local cur = c[2]
+    if c[1] ~= 7 or not int_in(cur, 0, P52) or cur * s > P52 then
+        return nil
+    end
+    for x = 3, n + 2 do
+        local y = c[x]
+        if not (y >= 0 and y <= L.limit and y % 1 == 0) then
+            return nil
+        end
+    end
+    return c
+end
+
+-- The sliding log's REFUND: its newest units go, when the newest is
+-- still in the window.
+local function refund_log(key, L, now, hits)
+    flush(key)
+    local top = rpcall('ZRANGE', key, -1, -1, 'WITHSCORES')
+    if top.err ~= nil or not top[1] then
+        return 0
+    end
+    local sc = tonumber(top[2])
+    if #top[1] ~= 8 or not int_in(sc, 0, P52) or not int_in(sunpack('>d', top[1]), 1, P52) then
+        return 0
+    end
+    local t = sc > now and sc or now
+    if sc <= t - L.window then
+        return 0
+    end
+    rcall('ZPOPMAX', key, hits < L.limit and hits or L.limit)
+    zchanged(key)
+    return 1
+end
+
+-- weir_refund(): give back `hits` that a TAKE under L charged. The state
+-- keeps its TTL (a refund never makes a key live longer); it finds
+-- nothing to give back when the key is at rest or the state has moved on
+-- (a window over, another algorithm's state, a key gone). Returns 1 when
+-- it gave something back, else 0; and true when the key had no TTL (made
+-- persistent by hand): the caller gives it its state's rest time.
 local function refund(key, L, now, hits, i)
     local algo = L.algo
-    if algo == 6 then -- the sliding log: its newest units go
-        if hits > 0 and rcall('ZPOPMAX', key, hits)[1] then
-            zchanged(key)
-            return 1
-        end
+    if L.ban or hits == 0 then
         return 0
-    elseif algo == 8 or algo == 7 or not L.string then
-        return 0 -- a lease goes back by RELEASE; the counter below
+    elseif algo == 6 then
+        return refund_log(key, L, now, hits)
     end
-    local ttl = ttl_of(key)
-    local tag, x, y, z = state3(key, i, L.warm > 0)
-    if not ttl or tag ~= algo then
-        return 0
-    end
-    if algo == 5 then -- fixed window: the count of its window
-        if y >= hits then
-            y = y - hits
-        else
-            y = 0
+    local v -- the new state
+    if algo == 5 then -- the count of the state's window, if not over
+        local w, count = fixed_state(key, L, i)
+        if idiv(now, L.window) > w or count == 0 then
+            return 0
         end
-        sset(key, spack('<Bdd', 5, x, y), ttl)
-    elseif algo == 2 then -- GCRA: the TAT back by hits emission intervals
-        local d, m = L.d, L.m
-        local t = m == 1 and (y > 0 and 1 or 0) or cdiv(y, d)
-        local back = hits * L.tunit
+        v = spack('<Bdd', 5, w, count > hits and count - hits or 0)
+    elseif algo == 2 then -- the TAT back by hits emission intervals
+        local x, t = gcra_state(key, L, i)
+        if x < now or x == now and t == 0 then
+            return 0
+        end
+        local m = L.m
+        local back = hits * L.tunit -- past 2^53: far past the TAT
         local q = idiv(back, m)
         x, t = x - q, t - (back - q * m)
         if t < 0 then
             x, t = x - 1, t + m
         end
-        if x < now then
+        if x < now then -- not before now
             x, t = now, 0
         end
-        sset(key, spack('<Bdd', 2, x, t * d), ttl)
-    elseif L.warm > 0 then -- a warm-up: the level down by what hits cost at the heat kept
-        local need = hits <= L.burst and warm_cost(L, hits, z) or L.cap
-        sset(key, spack('<Bddd', algo, x > need and x - need or 0, y, z), ttl)
-    else -- the buckets: the level down by hits units
-        local need = hits * L.unit
-        sset(key, spack('<Bdd', algo, x > need and x - need or 0, y), ttl)
+        v = spack('<Bdd', 2, x, t * L.d)
+    elseif algo == 7 then -- the newest sub-window's count, if it counts
+        local c = counter_state(key, L, i)
+        if not c then
+            return 0
+        end
+        local n, cur = L.k + 1, c[2]
+        local j = idiv(now, L.span)
+        if j < cur then
+            j = cur
+        end
+        local at = 3 + cur - idiv(cur, n) * n
+        if c[at] == 0 or cur < j - L.k then
+            return 0
+        end
+        c[at] = c[at] > hits and c[at] - hits or 0
+        v = spack(L.fmt, unpack(c, 1, n + 2))
+    else -- the buckets: the stored level down by hits, its time kept
+        local l, last, level = bucket_state(key, L, now, i)
+        if level == 0 then
+            return 0
+        end
+        local back = hits * L.unit
+        v = spack('<Bdd', algo, l > back and l - back or 0, last)
     end
-    return 1
+    local ttl = ttl_of(key)
+    sset(key, v, ttl or 1)
+    return 1, not ttl
 end
 
--- The sliding window counter's refund: the newest sub-window's count.
-local function refund_counter(key, L, hits, i)
-    local n = L.k + 1
-    local v = sget(key, i)
-    local ttl = ttl_of(key)
-    if not ttl or not v or #v ~= 9 + 8 * n then
-        return 0
+-- weir_charge(): charge `hits` (> 0) whatever the verdict, as far as the
+-- state holds; what it cannot hold is not kept.
+local function charge(key, L, now, hits, i)
+    local algo = L.algo
+    if algo == 2 then -- the TAT up to now + the tolerance
+        local m, cap = L.m, L.tcap
+        local x, t = gcra_state(key, L, i)
+        local backlog = 0
+        if x >= now then
+            if (x - now) * m > cap then
+                return -- already past it (a clock that went back)
+            end
+            backlog = (x - now) * m + t
+        end
+        if backlog >= cap then
+            return
+        end
+        local need = hits * L.tunit
+        backlog = backlog + (need < cap - backlog and need or cap - backlog)
+        local q = m == 1 and backlog or idiv(backlog, m)
+        sset(key, spack('<Bdd', 2, now + q, (backlog - q * m) * L.d),
+            m == 1 and backlog or cdiv(backlog, m))
+    elseif algo <= 4 then -- the buckets: the level up to the capacity
+        local _, _, level, t = bucket_state(key, L, now, i)
+        local need, room = hits * L.unit, L.cap - level
+        local after = level + (need < room and need or room)
+        sset(key, spack('<Bdd', algo, after, t), drain_time(after, L.rate) + t - now)
+    else -- a window: a TAKE of as much as it can still take
+        local f, at = L.f, nout
+        f(key, L, now, 0, false, i)
+        local take = reply[at + 2]
+        nout = at
+        if hits < take then
+            take = hits
+        end
+        if take > 0 then
+            f(key, L, now, take, true, i)
+            nout = at
+        end
     end
-    local c = {sunpack(L.fmt, v)}
-    if c[1] ~= 7 then
-        return 0
-    end
-    local at = 3 + c[2] - idiv(c[2], n) * n
-    c[at] = c[at] > hits and c[at] - hits or 0
-    c[#c] = nil -- sunpack's next position
-    sset(key, spack(L.fmt, unpack(c)), ttl)
-    return 1
 end
 
 -- An op of an independent batch: decided and charged on its own.
@@ -1276,23 +1442,33 @@ local function run_one(i, a, now)
         local hits, f = Argv[a + 1], L.f
         hits = NUMS[hits] or num(hits)
         if f and not L.ban then
-            f(Keys[i], L, now, hits, kind == '0', i)
+            if kind == '0' and Argv[a + 2] ~= '0' then
+                take_reserve(f, Keys[i], L, now, hits, reserve_of(a), true, i)
+            else
+                f(Keys[i], L, now, hits, kind == '0', i)
+            end
         else
             decide(i, L, now, hits, false)
         end
     elseif kind == '3' then
         emit(OK, reset(Keys[i]), 0, 0, 0, 0, 0, 0)
-    elseif kind == '4' and L.f then
-        local hits = tonumber(Argv[a + 1])
-        local had = 0
-        if L.ban then
-            had = 0
-        elseif L.algo == 7 then
-            had = refund_counter(Keys[i], L, hits, i)
+    elseif (kind == '4' or kind == '5') and L.f then
+        local key, hits = Keys[i], tonumber(Argv[a + 1])
+        if L.algo == 8 or L.warm > 0 then
+            emit(EALGO) -- a lease goes back by RELEASE; a warm-up's cost is not undone
+        elseif kind == '4' then
+            local had, untimed = refund(key, L, now, hits, i)
+            local at = nout
+            settled(key, L, now, had, i)
+            if untimed then -- at rest when its state is (reply[at + 3])
+                sset(key, wv[slot[key]], reply[at + 3] > 0 and reply[at + 3] or 1)
+            end
         else
-            had = refund(Keys[i], L, now, hits, i)
+            if hits > 0 and not L.ban then
+                charge(key, L, now, hits, i)
+            end
+            settled(key, L, now, 1, i)
         end
-        emit(OK, had, 0, 0, 0, 0, 0, 0)
     elseif kind ~= '2' or not L.f then
         emit(EINVAL)
     elseif L.algo ~= 8 then
@@ -1355,9 +1531,15 @@ local function run_atomic(i0, a0, n, now)
         if take and not plan then
             again = true
         end
+        -- a TAKE's reserve stays free after its key's TAKEs so far and its own
+        local reserve = take and reserve_of(a) or 0
         if L.ban then
             emit(OK, 0, 0, 0, 0, -1, 0, 0) -- weir__ban_result()
             denied = denied or take
+        elseif reserve > 0 then
+            if take_reserve(f, Keys[i], L, now, hits, reserve, plan, i) == 0 then
+                denied = true
+            end
         elseif f(Keys[i], L, now, hits, plan, i) == 0 and take then
             denied = true
         end
@@ -1382,7 +1564,7 @@ local function run_atomic(i0, a0, n, now)
                 sums[key] = hits
             end
             local at = nout
-            local st, al = decide(i, L, now, hits, false)
+            local st, al = decide(i, L, now, hits, false, take and reserve_of(a) or 0)
             if st == OK and take and al == 1 then
                 nout = at
                 decide(i, L, now, 0, false)
@@ -1392,7 +1574,9 @@ local function run_atomic(i0, a0, n, now)
         -- every TAKE admits: each op decided again in order, charged
         for j = 0, n - 1 do
             local i, a = i0 + j, a0 + 4 * j
-            decide(i, Lims[Argv[a + 3]], now, tonumber(Argv[a + 1]), Argv[a] == '0')
+            local take = Argv[a] == '0'
+            decide(i, Lims[Argv[a + 3]], now, tonumber(Argv[a + 1]), take,
+                take and reserve_of(a) or 0)
         end
     end
 end

@@ -92,6 +92,160 @@ static void same_verdicts_as_step(void **unused)
     close_store(&f);
 }
 
+/* A TAKE with a reserve decides like weir_step_reserve() on a private
+ * state, whether the key is new (run_locked()) or held (the fast path). */
+static void takes_keep_their_reserve(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 4);
+    test_rng rng = {test_seed("takes_keep_their_reserve")};
+    int64_t now = 0;
+    for (int a = 1; a <= WEIR_ALGORITHM_COUNT; a++) {
+        weir_limit lim = compile((weir_algorithm)a, 1 + rng_below(&rng, 12), S);
+        void *state = calloc(1, weir_state_size(&lim));
+        char key[32];
+        snprintf(key, sizeof(key), "reserve-%d", a);
+        for (int i = 0; i < 5000; i++) {
+            now += (int64_t)rng_below(&rng, 40000);
+            uint64_t hits = rng_below(&rng, 4), reserve = rng_below(&rng, 3) * rng_below(&rng, 8);
+            weir_result want;
+            assert_int_equal(weir_step_reserve(&lim, state, now, hits, reserve, &want), WEIR_OK);
+            weir_op op = {.key = key,
+                          .key_len = strlen(key),
+                          .limit = &lim,
+                          .hits = hits,
+                          .reserve = reserve,
+                          .kind = WEIR_OP_TAKE};
+            assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+            assert_int_equal(op.status, WEIR_OK);
+            assert_int_equal(op.result.allowed, want.allowed);
+            assert_int_equal(op.result.remaining, want.remaining);
+            assert_int_equal(op.result.retry_after_us, want.retry_after_us);
+            if (lim.algorithm != WEIR_ALGO_CONCURRENCY) /* lease ids differ by design */
+                assert_int_equal(op.result.reset_after_us, want.reset_after_us);
+        }
+        free(state);
+    }
+    /* a TAKE denied by its reserve creates no key */
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_op op = {.key = "fresh", .key_len = 5, .limit = &ten, .hits = 1, .reserve = 10};
+    uint64_t keys = stats(st).keys;
+    assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+    assert_false(op.result.allowed);
+    assert_int_equal(op.result.retry_after_us, WEIR_NEVER);
+    assert_int_equal(stats(st).keys, keys);
+    close_store(&f);
+}
+
+/* In an atomic batch a TAKE's reserve is counted after the same key's
+ * earlier TAKEs and its own hits; a denial by a reserve charges nothing. */
+static void atomic_takes_keep_their_reserve(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_limit other = compile(WEIR_ALGO_TOKEN_BUCKET, 5, 60 * S);
+    weir_op ops[3] = {
+        {.key = "k", .key_len = 1, .limit = &ten, .hits = 3},
+        {.key = "k", .key_len = 1, .limit = &ten, .hits = 3, .reserve = 4},
+        {.key = "o", .key_len = 1, .limit = &other, .hits = 1, .reserve = 4},
+    };
+    /* 3 + 3 + 4 fit in 10, 1 + 4 in 5: all charged */
+    assert_int_equal(weir_memstore_run(st, ops, 3, 0, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed && ops[1].result.allowed && ops[2].result.allowed);
+    assert_int_equal(ops[1].result.remaining, 4);
+    assert_int_equal(ops[2].result.remaining, 4);
+    /* 1 + 1 + 3 do not fit in the 4 left: nothing is charged */
+    ops[0].hits = 1;
+    ops[1].hits = 1;
+    ops[1].reserve = 3;
+    ops[2].reserve = 0;
+    assert_int_equal(weir_memstore_run(st, ops, 3, 30 * S, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed);
+    assert_int_equal(ops[0].result.remaining, 4); /* a look: as it stays */
+    assert_false(ops[1].result.allowed);
+    assert_int_equal(ops[1].result.retry_after_us, 30 * S);
+    assert_true(ops[2].result.allowed);
+    assert_int_equal(take(st, "k", &ten, 30 * S, 0).remaining, 4);
+    assert_int_equal(take(st, "o", &other, 0, 0).remaining, 4);
+    /* 1 + 1 + 2 do */
+    ops[1].reserve = 2;
+    assert_int_equal(weir_memstore_run(st, ops, 3, 30 * S, WEIR_BATCH_ATOMIC), WEIR_OK);
+    assert_true(ops[0].result.allowed && ops[1].result.allowed && ops[2].result.allowed);
+    assert_int_equal(take(st, "k", &ten, 30 * S, 0).remaining, 2);
+    close_store(&f);
+}
+
+static weir_op settle_op(weir_store *st, const char *key, const weir_limit *lim, weir_op_kind kind,
+                         int64_t now, uint64_t hits)
+{
+    weir_op op = {.key = key, .key_len = strlen(key), .limit = lim, .hits = hits, .kind = kind};
+    assert_int_equal(weir_memstore_run(st, &op, 1, now, 0), WEIR_OK);
+    return op;
+}
+
+/* REFUND never creates a key and gives back only under the limit that
+ * charged; CHARGE creates the key like a TAKE and it expires at rest;
+ * neither goes in an atomic batch nor applies to a concurrency limit. */
+static void refund_and_charge_through_the_store(void **unused)
+{
+    (void)unused;
+    fixture f;
+    weir_store *st = open_store(&f, 0, 0);
+    weir_limit ten = compile(WEIR_ALGO_FIXED_WINDOW, 10, 60 * S);
+    weir_op op = settle_op(st, "k", &ten, WEIR_OP_REFUND, 0, 3);
+    assert_int_equal(op.status, WEIR_OK);
+    assert_false(op.result.allowed);
+    assert_int_equal(op.result.remaining, 10);
+    assert_int_equal(stats(st).keys, 0);
+    /* a charge of 0 makes no key either */
+    op = settle_op(st, "k", &ten, WEIR_OP_CHARGE, 0, 0);
+    assert_true(op.result.allowed);
+    assert_int_equal(stats(st).keys, 0);
+    op = settle_op(st, "k", &ten, WEIR_OP_CHARGE, 0, 25);
+    assert_int_equal(op.status, WEIR_OK);
+    assert_true(op.result.allowed);
+    assert_int_equal(op.result.remaining, 0);
+    assert_int_equal(op.result.reset_after_us, 60 * S);
+    assert_int_equal(stats(st).keys, 1);
+    assert_false(take(st, "k", &ten, 0, 1).allowed);
+    op = settle_op(st, "k", &ten, WEIR_OP_REFUND, S, 4);
+    assert_true(op.result.allowed);
+    assert_int_equal(op.result.remaining, 4);
+    assert_int_equal(take(st, "k", &ten, S, 0).remaining, 4);
+    /* under another limit there is nothing to give back, and the state
+     * stays */
+    weir_limit other = compile(WEIR_ALGO_TOKEN_BUCKET, 10, 60 * S);
+    op = settle_op(st, "k", &other, WEIR_OP_REFUND, S, 4);
+    assert_false(op.result.allowed);
+    assert_int_equal(take(st, "k", &ten, S, 0).remaining, 4);
+    /* the key goes once at rest */
+    assert_int_equal(weir_memstore_sweep(st, 61 * S, 1000), 1);
+    assert_int_equal(stats(st).keys, 0);
+    /* a concurrency limit: leases go back by RELEASE */
+    weir_limit conc = compile(WEIR_ALGO_CONCURRENCY, 2, S);
+    assert_true(take(st, "c", &conc, 0, 1).allowed);
+    assert_int_equal(settle_op(st, "c", &conc, WEIR_OP_REFUND, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(settle_op(st, "c", &conc, WEIR_OP_CHARGE, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(settle_op(st, "none", &conc, WEIR_OP_REFUND, 0, 1).status, WEIR_EALGO);
+    assert_int_equal(take(st, "c", &conc, 0, 0).remaining, 1);
+    /* not in an atomic batch */
+    weir_op ops[2] = {
+        {.key = "a", .key_len = 1, .limit = &ten, .hits = 1},
+        {.key = "b", .key_len = 1, .limit = &ten, .hits = 1, .kind = WEIR_OP_REFUND},
+    };
+    assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    ops[1].kind = WEIR_OP_CHARGE;
+    assert_int_equal(weir_memstore_run(st, ops, 2, 0, WEIR_BATCH_ATOMIC), WEIR_EINVAL);
+    /* an unknown kind is refused */
+    ops[1].kind = (weir_op_kind)6;
+    assert_int_equal(weir_memstore_run(st, &ops[1], 1, 0, 0), WEIR_OK);
+    assert_int_equal(ops[1].status, WEIR_EINVAL);
+    close_store(&f);
+}
+
 static void denials_and_peeks_create_no_key(void **unused)
 {
     (void)unused;
@@ -797,6 +951,9 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(same_verdicts_as_step),
+        cmocka_unit_test(takes_keep_their_reserve),
+        cmocka_unit_test(atomic_takes_keep_their_reserve),
+        cmocka_unit_test(refund_and_charge_through_the_store),
         cmocka_unit_test(denials_and_peeks_create_no_key),
         cmocka_unit_test(key_limits),
         cmocka_unit_test(keys_at_rest_are_swept),

@@ -299,6 +299,18 @@ static void test_deny_cache(void **state)
     }
     /* not past T */
     assert_false(weir__deny_cache_answer(c, q, 1, 1400));
+    /* a refund that gave nothing back keeps the denial; one that did
+     * drops it */
+    weir_op back = op_of("k1", &tb, 1, WEIR_OP_REFUND);
+    back.result = (weir_result){false, 10, 0, 900, 0, 0, 0};
+    weir__deny_cache_note(c, &back, 1, 1100);
+    assert_true(weir__deny_cache_answer(c, q, 2, 1100));
+    back.result.allowed = true;
+    back.result.remaining = 1;
+    weir__deny_cache_note(c, &back, 1, 1100);
+    assert_false(weir__deny_cache_answer(c, q, 2, 1100));
+    weir__deny_cache_note(c, ops, 2, 1000);
+    assert_true(weir__deny_cache_answer(c, q, 2, 1100));
     /* a batch with a key that was admitted goes to Redis */
     weir_op mixed[2] = {op_of("k1", &tb, 1, WEIR_OP_TAKE), op_of("k2", &tb, 1, WEIR_OP_TAKE)};
     assert_false(weir__deny_cache_answer(c, mixed, 2, 1100));

@@ -292,7 +292,7 @@ static void key_fini(tkey *k)
  * by an acquire counts its lease ids from 256 per millisecond of the
  * time, at most ID_BASE_MAX (script.lua); the C state's id counter is its
  * first 8 bytes. */
-static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, weir_result *r)
+static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, uint64_t reserve, weir_result *r)
 {
     uint64_t next;
     memcpy(&next, k->state, sizeof(next));
@@ -303,7 +303,7 @@ static weir_status ref_step(tkey *k, int64_t now, uint64_t hits, weir_result *r)
             base = 1007194959773696u;
         memcpy(k->state, &base, sizeof(base));
     }
-    weir_status st = weir_step(&k->lim, k->state, now, hits, r);
+    weir_status st = weir_step_reserve(&k->lim, k->state, now, hits, reserve, r);
     if (fresh && !(st == WEIR_OK && r->allowed && hits > 0))
         memcpy(k->state, &next, sizeof(next)); /* nothing acquired: still fresh */
     return st;
@@ -321,10 +321,16 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
             memset(&out[i], 0, sizeof(out[i]));
             switch (ops[i].kind) {
             case WEIR_OP_TAKE:
-                out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
+                out[i].st = ref_step(k, now, ops[i].hits, ops[i].reserve, &out[i].r);
                 break;
             case WEIR_OP_CHECK:
                 out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+                break;
+            case WEIR_OP_REFUND:
+                out[i].st = weir_refund(&k->lim, k->state, now, ops[i].hits, &out[i].r);
+                break;
+            case WEIR_OP_CHARGE:
+                out[i].st = weir_charge(&k->lim, k->state, now, ops[i].hits, &out[i].r);
                 break;
             default:
                 out[i].st = weir_release(&k->lim, k->state, now, ops[i].lease, &out[i].r);
@@ -333,12 +339,13 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         }
         return;
     }
-    /* memstore.c, run_atomic(): a RELEASE fails the batch; every op decided
-     * first, a key's TAKE with its earlier TAKEs' hits added; charged in
-     * order if every TAKE admits, else none (a look for those that would). */
+    /* memstore.c, run_atomic(): an op but a TAKE or CHECK fails the batch;
+     * every op decided first, a key's TAKE with its earlier TAKEs' hits
+     * added; charged in order if every TAKE admits, else none (a look for
+     * those that would). */
     for (size_t i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
-        if (ops[i].kind == WEIR_OP_RELEASE) {
+        if (ops[i].kind != WEIR_OP_TAKE && ops[i].kind != WEIR_OP_CHECK) {
             for (size_t j = 0; j < n; j++) {
                 memset(&out[j], 0, sizeof(out[j]));
                 out[j].st = WEIR_EINVAL;
@@ -354,7 +361,16 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         for (size_t j = 0; take && j < i; j++)
             if (ops[j].kind == WEIR_OP_TAKE && same_key(&ops[j], &ops[i]))
                 hits += ops[j].hits;
-        out[i].st = weir_check(&k->lim, k->state, now, hits, &out[i].r);
+        /* a TAKE's reserve after its key's earlier TAKEs and its own hits */
+        uint64_t reserve = take ? ops[i].reserve : 0;
+        if (reserve > 0) {
+            uint64_t cost = (hits ? hits : 1) + reserve;
+            if (cost < reserve)
+                cost = UINT64_MAX;
+            out[i].st = weir_check(&k->lim, k->state, now, cost, &out[i].r);
+        }
+        if (reserve == 0 || (out[i].st == WEIR_OK && out[i].r.allowed))
+            out[i].st = weir_check(&k->lim, k->state, now, hits, &out[i].r);
         if (out[i].st == WEIR_OK && take && !out[i].r.allowed)
             denied = true;
     }
@@ -362,7 +378,7 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
         tkey *k = key_of(keys, nkeys, &ops[i]);
         bool take = ops[i].kind == WEIR_OP_TAKE;
         if (!denied && take)
-            out[i].st = ref_step(k, now, ops[i].hits, &out[i].r);
+            out[i].st = ref_step(k, now, ops[i].hits, ops[i].reserve, &out[i].r);
         else if (!denied)
             out[i].st = weir_check(&k->lim, k->state, now, ops[i].hits, &out[i].r);
         else if (take && out[i].st == WEIR_OK && out[i].r.allowed)
@@ -372,7 +388,8 @@ static void ref_batch(tkey *keys, size_t nkeys, const weir__redis_batch *b, expe
 
 static const char *kind_name(weir_op_kind k)
 {
-    return k == WEIR_OP_TAKE ? "TAKE" : k == WEIR_OP_CHECK ? "CHECK" : "RELEASE";
+    static const char *const names[] = {"TAKE", "CHECK", "RELEASE", "RESET", "REFUND", "CHARGE"};
+    return (unsigned)k < 6u ? names[k] : "?";
 }
 
 static void print_result(const char *who, weir_status st, const weir_result *r)
@@ -408,13 +425,14 @@ static void compare(const char *trace, uint64_t seed, size_t step, const weir__r
     const weir_limit *l = op->limit;
     print_message("%s: mismatch (seed %llu, call %zu), batch at %lld flags %u, op %zu of %zu\n",
                   trace, (unsigned long long)seed, step, (long long)b->now_us, b->flags, i, b->n);
-    print_message("  key %.*s: %s hits %llu lease %llu; %s limit %llu window %lld burst %llu "
-                  "k %u unit %lld rate %lld capacity %lld\n",
+    print_message("  key %.*s: %s hits %llu lease %llu reserve %llu; %s limit %llu window %lld "
+                  "burst %llu k %u unit %lld rate %lld capacity %lld\n",
                   (int)op->key_len, (const char *)op->key, kind_name(op->kind),
                   (unsigned long long)op->hits, (unsigned long long)op->lease,
-                  weir_algorithm_name(l->algorithm), (unsigned long long)l->limit,
-                  (long long)l->window_us, (unsigned long long)l->burst, l->sub_windows,
-                  (long long)l->unit, (long long)l->rate, (long long)l->capacity);
+                  (unsigned long long)op->reserve, weir_algorithm_name(l->algorithm),
+                  (unsigned long long)l->limit, (long long)l->window_us,
+                  (unsigned long long)l->burst, l->sub_windows, (long long)l->unit,
+                  (long long)l->rate, (long long)l->capacity);
     print_result("C", want->st, &want->r);
     print_result("script", op->status, &op->result);
     fail_msg("the script and the C step functions disagree (seed %llu)", (unsigned long long)seed);
@@ -613,6 +631,62 @@ static void golden_concurrency(void **unused)
     };
     golden("golden:concurrency", compile(WEIR_ALGO_CONCURRENCY, 2, 30 * S), T0, s,
            sizeof(s) / sizeof(s[0]));
+}
+
+/* A REFUND or CHARGE: allowed (for a refund: something given back),
+ * remaining and reset after it; never a retry time. */
+#define REFUND(at, hits, ok, rem, reset)                                        \
+    {                                                                           \
+        (at), WEIR_OP_REFUND, (hits), 0, (ok), (rem), 0, (reset), 0, 0, WEIR_OK \
+    }
+#define CHARGE(at, hits, rem, reset)                                         \
+    {                                                                        \
+        (at), WEIR_OP_CHARGE, (hits), 0, 1, (rem), 0, (reset), 0, 0, WEIR_OK \
+    }
+
+/* docs/ALGORITHMS.md, "Reserve, refund and charge" */
+static void golden_refund_and_charge(void **unused)
+{
+    (void)unused;
+    flushall();
+    /* reserve 8, use 3, overrun by 4, then more than the window holds */
+    const gstep fw[] = {
+        TAKE(0, 8, 1, 2, 0, 60 * S),   REFUND(10 * S, 5, 1, 7, 50 * S),
+        CHARGE(20 * S, 4, 3, 40 * S),  CHARGE(20 * S, 100, 0, 40 * S),
+        REFUND(20 * S, 100, 1, 10, 0), TAKE(30 * S, 1, 1, 9, 0, 30 * S),
+        REFUND(60 * S, 1, 0, 10, 0), /* the window is over */
+        REFUND(61 * S, 0, 0, 10, 0),
+    };
+    golden("golden:refund:fixed_window", compile(WEIR_ALGO_FIXED_WINDOW, 10, MIN), T0, fw,
+           sizeof(fw) / sizeof(fw[0]));
+    /* GCRA, 100 ms intervals, 500 ms tolerance: back no further than now */
+    const gstep g[] = {
+        TAKE(0, 3, 1, 2, 0, 300000),     REFUND(0, 1, 1, 3, 200000),   REFUND(150000, 9, 1, 5, 0),
+        REFUND(150000, 1, 0, 5, 0),      CHARGE(150000, 7, 0, 500000), CHARGE(150000, 1, 0, 500000),
+        REFUND(250000, 2, 1, 3, 200000),
+    };
+    golden("golden:refund:gcra", compile4(WEIR_ALGO_GCRA, 10, S, 5, 0), T0, g,
+           sizeof(g) / sizeof(g[0]));
+    const gstep tb[] = {CHARGE(0, 6, 0, S), REFUND(500000, 1, 1, 3, 250000),
+                        REFUND(2 * S, 1, 0, 4, 0)};
+    golden("golden:refund:token_bucket", compile(WEIR_ALGO_TOKEN_BUCKET, 4, S), T0, tb,
+           sizeof(tb) / sizeof(tb[0]));
+    /* the log's newest entries go */
+    const gstep lg[] = {TAKE(0, 1, 1, 2, 0, 10 * S), TAKE(4 * S, 2, 1, 0, 0, 10 * S),
+                        REFUND(5 * S, 2, 1, 2, 5 * S), CHARGE(6 * S, 5, 0, 10 * S)};
+    golden("golden:refund:sliding_log", compile(WEIR_ALGO_SLIDING_LOG, 3, 10 * S), T0, lg,
+           sizeof(lg) / sizeof(lg[0]));
+    /* the counter's newest sub-window, while it counts */
+    const gstep sc[] = {TAKE(0, 4, 1, 6, 0, 80 * S), REFUND(25 * S, 4, 1, 10, 0),
+                        CHARGE(25 * S, 12, 0, 75 * S), REFUND(100 * S, 1, 0, 10, 0)};
+    golden("golden:refund:sliding_counter", compile4(WEIR_ALGO_SLIDING_COUNTER, 10, MIN, 0, 3), T0,
+           sc, sizeof(sc) / sizeof(sc[0]));
+    /* a lease goes back by RELEASE */
+    const gstep cc[] = {
+        {0, WEIR_OP_REFUND, 1, 0, 0, 0, 0, 0, 0, 0, WEIR_EALGO},
+        {0, WEIR_OP_CHARGE, 1, 0, 0, 0, 0, 0, 0, 0, WEIR_EALGO},
+    };
+    golden("golden:refund:concurrency", compile(WEIR_ALGO_CONCURRENCY, 2, S), T0, cc, 2);
 }
 
 /* limit 0 bans: denied "never", limit and remaining 0, no key */
@@ -865,8 +939,15 @@ static void random_op(trace *t, weir_op *op, bool atomic)
         op->lease = n == 0 || u == 0 ? rng_below(&t->rng, 3) * 1000 : t->leases[ki][u % n];
         if (u == 1 && n)
             op->lease = t->leases[ki][n - 1] + 1; /* not given out yet */
+    } else if (r >= 30 && r < 34 && (!atomic || rng_below(&t->rng, 8) == 0)) {
+        op->kind = WEIR_OP_REFUND; /* in an atomic batch, it fails the batch */
+    } else if (r >= 34 && r < 37 && (!atomic || rng_below(&t->rng, 8) == 0)) {
+        op->kind = WEIR_OP_CHARGE;
     } else {
         op->kind = WEIR_OP_TAKE;
+        /* now and then a reserve to keep free */
+        if (rng_below(&t->rng, 4) == 0)
+            op->reserve = rng_below(&t->rng, 4) ? random_hits(&t->rng, &k->lim) : 1;
     }
 }
 
@@ -1085,9 +1166,10 @@ static void atomic_batches_match_the_memory_store(void **unused)
         }
         size_t nb = random_call(&t, b, ops, rng_below(&t.rng, 4) != 0);
         for (size_t j = 0; j < nb; j++) {
-            /* the store refuses a RELEASE in an atomic batch outright */
+            /* the store refuses a RELEASE, REFUND or CHARGE in an atomic
+             * batch outright */
             for (size_t i = 0; i < b[j].n && (b[j].flags & WEIR_BATCH_ATOMIC); i++)
-                if (ops[j][i].kind == WEIR_OP_RELEASE)
+                if (ops[j][i].kind != WEIR_OP_TAKE)
                     ops[j][i].kind = WEIR_OP_CHECK;
         }
         expect want[MAX_BATCHES][MAX_OPS];
@@ -1418,10 +1500,12 @@ static void op_ok_refuses_what_cannot_be_sent(void **unused)
     op.key_len = WEIR_MAX_KEY_BYTES + 1;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     op.key_len = 1;
-    /* the script's own REFUND may be sent (a caller may not submit it: test_redis_store) */
-    op.kind = (weir_op_kind)WEIR__REDIS_OP_REFUND;
+    /* REFUND and CHARGE may be sent; no kind past them */
+    op.kind = WEIR_OP_REFUND;
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_OK);
-    op.kind = (weir_op_kind)(WEIR__REDIS_OP_REFUND + 1);
+    op.kind = WEIR_OP_CHARGE;
+    assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_OK);
+    op.kind = (weir_op_kind)(WEIR_OP_CHARGE + 1);
     assert_int_equal(weir__redis_op_ok(&op, T0), WEIR_EINVAL);
     assert_int_equal(weir__redis_op_ok(NULL, T0), WEIR_EINVAL);
 }
@@ -1448,7 +1532,6 @@ static void refund_gives_back_a_take(void **unused)
     flushall();
     const weir_limit lims[] = {
         compile4(WEIR_ALGO_TOKEN_BUCKET, 10, S, 20, 0),
-        warm(10, S, 20, MIN, 3),
         compile4(WEIR_ALGO_GCRA, 10, S, 20, 0),
         compile4(WEIR_ALGO_GCRA, 7, 3 * S, 5, 0),
         compile4(WEIR_ALGO_LEAKY_BUCKET, 10, S, 20, 0),
@@ -1468,7 +1551,7 @@ static void refund_gives_back_a_take(void **unused)
         if (!take.result.allowed)
             fail_msg("%s: the take is denied", key);
         assert_true(take.result.remaining < before.result.remaining);
-        weir_op back = one_op(key, &lims[i], WEIR__REDIS_OP_REFUND, 3);
+        weir_op back = one_op(key, &lims[i], WEIR_OP_REFUND, 3);
         assert_true(back.result.allowed); /* there was a state */
         weir_op after = one_op(key, &lims[i], WEIR_OP_CHECK, 1);
         if (after.result.remaining != before.result.remaining)
@@ -1481,7 +1564,26 @@ static void refund_gives_back_a_take(void **unused)
         freeReplyObject(r);
     }
     /* nothing to undo on a key that is not there */
-    assert_false(one_op("refund:none", &lims[0], WEIR__REDIS_OP_REFUND, 1).result.allowed);
+    assert_false(one_op("refund:none", &lims[0], WEIR_OP_REFUND, 1).result.allowed);
+    /* a warm-up's cost depends on the heat it was charged at: neither
+     * undone nor charged after the fact, as weir_refund() says */
+    weir_limit w = warm(10, S, 20, MIN, 3);
+    assert_true(one_op("refund:warm", &w, WEIR_OP_TAKE, 1).result.allowed);
+    for (int kind = WEIR_OP_REFUND; kind <= WEIR_OP_CHARGE; kind++) {
+        weir_op op = {.key = "refund:warm",
+                      .key_len = 11,
+                      .limit = &w,
+                      .kind = (weir_op_kind)kind,
+                      .hits = 1};
+        weir__redis_batch b = {&op, 1, T0 + 5 * S, 0};
+        assert_int_equal(script_call(&b, 1, false, NULL), WEIR_OK);
+        assert_int_equal(op.status, WEIR_EALGO);
+        _Alignas(8) unsigned char st[WEIR_STATE_WARMUP_BYTES] = {0};
+        weir_result r;
+        assert_int_equal(kind == WEIR_OP_REFUND ? weir_refund(&w, st, T0, 1, &r)
+                                                : weir_charge(&w, st, T0, 1, &r),
+                         WEIR_EALGO);
+    }
 }
 
 /* An argument vector joined by '|', NUL as '_'. */
@@ -2268,6 +2370,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_token_bucket),
+        cmocka_unit_test(golden_refund_and_charge),
         cmocka_unit_test(golden_leaky),
         cmocka_unit_test(golden_gcra),
         cmocka_unit_test(golden_fixed_window),

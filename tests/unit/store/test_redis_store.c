@@ -327,13 +327,13 @@ static void refuses_what_it_cannot_do(void **unused)
     weir_store_session *ss;
     assert_int_equal(weir_store_session_new(s, &a, &ss), WEIR_EINVAL);
     assert_int_equal(weir_store_session_new(s, NULL, &ss), WEIR_EINVAL);
-    /* the script's own REFUND is not a caller's to send */
+    /* no kind past CHARGE */
     a = weir_libuv_adapter(&loop);
     assert_int_equal(weir_store_session_new(s, &a, &ss), WEIR_OK);
     weir_limit lim;
     weir_limit_spec spec = {.algorithm = WEIR_ALGO_FIXED_WINDOW, .limit = 5, .window_us = 1000000};
     assert_int_equal(weir_limit_compile(&spec, &lim), WEIR_OK);
-    op = (weir_op){.key = "k", .key_len = 1, .limit = &lim, .hits = 1, .kind = (weir_op_kind)4};
+    op = (weir_op){.key = "k", .key_len = 1, .limit = &lim, .hits = 1, .kind = (weir_op_kind)6};
     assert_int_equal(weir_store_session_submit(ss, &op, 1, 0, 0, on_done, NULL), WEIR_EINVAL);
     weir_store_session_free(ss);
     uv_run(&loop, UV_RUN_DEFAULT);

@@ -336,14 +336,13 @@ static void refund(csession *cs, cspan *sp)
             lims[m] = *o->limit;
             memcpy(keys, o->key, o->key_len);
             bool lease = o->limit->algorithm == WEIR_ALGO_CONCURRENCY;
-            ops[m] =
-                (weir_op){.key = keys,
-                          .key_len = o->key_len,
-                          .limit = &lims[m],
-                          .hits = o->hits,
-                          .lease = lease ? o->result.lease : 0,
-                          .kind = lease ? WEIR_OP_RELEASE : (weir_op_kind)WEIR__REDIS_OP_REFUND,
-                          .flags = WEIR_OP_NO_LOCAL_CACHE};
+            ops[m] = (weir_op){.key = keys,
+                               .key_len = o->key_len,
+                               .limit = &lims[m],
+                               .hits = o->hits,
+                               .lease = lease ? o->result.lease : 0,
+                               .kind = lease ? WEIR_OP_RELEASE : WEIR_OP_REFUND,
+                               .flags = WEIR_OP_NO_LOCAL_CACHE};
             keys += o->key_len;
             m++;
         }

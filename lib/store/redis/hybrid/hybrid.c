@@ -160,9 +160,12 @@ static void entry_drop(hsession *hs, hentry *e)
 
 /* ------------------------------------------------------------ decisions */
 
+/* A TAKE that keeps a reserve free is Redis's to decide: the capacity
+ * reserved here says nothing of what is left there. */
 static bool flagged(const weir_op *op)
 {
-    return (op->flags & WEIR_OP_SYNC_LOCAL) && op->kind == WEIR_OP_TAKE && op->hits > 0;
+    return (op->flags & WEIR_OP_SYNC_LOCAL) && op->kind == WEIR_OP_TAKE && op->hits > 0 &&
+           op->reserve == 0;
 }
 
 /* A local decision's result: Redis's last view, plus what is still
@@ -285,11 +288,10 @@ weir_status weir__hybrid_submit(weir_store_session *base, weir_op *ops, size_t n
                                 unsigned flags, weir_store_cb cb, void *arg)
 {
     hsession *hs = (hsession *)base;
-    /* the store's entry: the script's own kinds (REFUND) are not a
-     * caller's to send */
+    /* the store's entry: an unknown kind is refused here */
     size_t nf = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((unsigned)ops[i].kind > (unsigned)WEIR_OP_RESET)
+        if ((unsigned)ops[i].kind > (unsigned)WEIR_OP_CHARGE)
             return WEIR_EINVAL;
         nf += flagged(&ops[i]);
     }
@@ -529,13 +531,12 @@ static void on_sync_timer(void *arg)
                 amount = most_at_once(&e->lim);
             if (!more)
                 e->allowance -= amount;
-            sy->ops[sy->n] =
-                (weir_op){.key = e->key,
-                          .key_len = e->key_len,
-                          .limit = &e->lim,
-                          .hits = amount,
-                          .kind = more ? WEIR_OP_TAKE : (weir_op_kind)WEIR__REDIS_OP_REFUND,
-                          .flags = WEIR_OP_NO_LOCAL_CACHE};
+            sy->ops[sy->n] = (weir_op){.key = e->key,
+                                       .key_len = e->key_len,
+                                       .limit = &e->lim,
+                                       .hits = amount,
+                                       .kind = more ? WEIR_OP_TAKE : WEIR_OP_REFUND,
+                                       .flags = WEIR_OP_NO_LOCAL_CACHE};
             sy->what[sy->n] = !more ? SYNC_RETURN : rest ? SYNC_REST : SYNC_RESERVE;
             sy->amount[sy->n] = amount;
             sy->entry[sy->n++] = e;

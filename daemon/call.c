@@ -315,6 +315,8 @@ weir_status call_decide(call *c, worker *w, int64_t now_us, int64_t timeout_ms)
         st = weir_engine_decide_key(w->reader, &c->key, now_us, on_key_decided, c);
     else if (c->release)
         st = weir_engine_release(w->reader, &c->lease, now_us, on_key_decided, c);
+    else if (c->settle)
+        st = weir_engine_settle(w->reader, &c->req, c->cost, now_us, c->st, on_decided, c);
     else
         st = weir_engine_decide(w->reader, &c->req, now_us, c->st, on_decided, c);
     c->deciding = false;

@@ -44,6 +44,9 @@ struct call {
      * with its own copies of the name and the limit */
     bool keyed;
     bool release;
+    /* a settlement of the request to `cost` (weir_engine_settle()) */
+    bool settle;
+    uint64_t cost;
     weir_key_op key;
     weir_limit key_limit;
     weir_lease lease;

@@ -157,8 +157,7 @@ static const option options[] = {
     {"priority-key", "WEIR_PRIORITY_KEY", "KEY", "priority", K_TEXT, AT(priority_key),
      "a descriptor whose one entry has this key names the request's priority (\"\": none); "
      "HTTP's Weir-Priority header comes first"},
-    {"shed-lag", "WEIR_SHED_LAG", "LIST", "test=20ms,sheddable=100ms", K_TEXT,
-     AT(shed_lag),
+    {"shed-lag", "WEIR_SHED_LAG", "LIST", "test=20ms,sheddable=100ms", K_TEXT, AT(shed_lag),
      "PRIORITY=DURATION,...: past this event loop lag a worker answers the priority's requests "
      "503 (overloaded) instead of deciding them; a priority not listed is never shed "
      "(\"\": none)"},

@@ -37,6 +37,17 @@ static void on_expired(call *c)
 
 static const call_ops route_call_ops = {on_decided, on_expired, NULL, NULL};
 
+/* A settlement is no decision: it is not counted among them. */
+static void on_settled(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
+{
+    route_call *rc = c->data;
+    weir_api_decision dec = {overall, st, n};
+    rc->answer(rc->a, &c->req, &dec, c->now_us);
+    kick(c);
+}
+
+static const call_ops settle_call_ops = {on_settled, on_expired, NULL, NULL};
+
 /* The HTTP status of a request the engine refused, its reason in @msg. */
 static int refusal(worker *w, weir_status st, char *msg, size_t cap)
 {
@@ -65,8 +76,9 @@ static bool shed(http_answer *a, const weir_request *req, char *msg, size_t cap)
     return true;
 }
 
-int http_decide_call(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
-                     size_t data_bytes, char *msg, size_t cap)
+/* A decision, or with @settle a settlement to @cost. */
+static int start(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
+                 size_t data_bytes, bool settle, uint64_t cost, char *msg, size_t cap)
 {
     if (shed(a, req, msg, cap))
         return 503;
@@ -75,6 +87,8 @@ int http_decide_call(http_answer *a, const weir_request *req, const call_ops *op
     if (!c)
         return refusal(w, WEIR_ENOMEM, msg, cap);
     memcpy(c->data, data, data_bytes);
+    c->settle = settle;
+    c->cost = cost;
     weir_status st = call_decide(c, w, server_now_us(w->srv), w->srv->opt.decision_timeout_ms);
     if (st != WEIR_OK) {
         call_free(c);
@@ -83,11 +97,20 @@ int http_decide_call(http_answer *a, const weir_request *req, const call_ops *op
     return 0;
 }
 
-void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer)
+int http_decide_call(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
+                     size_t data_bytes, char *msg, size_t cap)
+{
+    return start(a, req, ops, data, data_bytes, false, 0, msg, cap);
+}
+
+/* http_decide(), or with @settle http_settle() */
+static void decide_or_settle(http_answer *a, const weir_request *req, http_answer_fn answer,
+                             bool settle, uint64_t cost)
 {
     char msg[192];
     route_call rc = {a, answer};
-    int status = http_decide_call(a, req, &route_call_ops, &rc, sizeof(rc), msg, sizeof(msg));
+    int status = start(a, req, settle ? &settle_call_ops : &route_call_ops, &rc, sizeof(rc), settle,
+                       cost, msg, sizeof(msg));
     if (status == 503) {
         /* overloaded (or out of memory): ask again in a second */
         worker *w = a->conn->w;
@@ -100,6 +123,16 @@ void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer)
     } else if (status) {
         http_answer_problem(a, status, msg);
     }
+}
+
+void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer)
+{
+    decide_or_settle(a, req, answer, false, 0);
+}
+
+void http_settle(http_answer *a, const weir_request *req, uint64_t cost, http_answer_fn answer)
+{
+    decide_or_settle(a, req, answer, true, cost);
 }
 
 void http_render_headers(worker *w, const weir_api_decision *dec, int64_t now_us)

@@ -20,6 +20,11 @@ typedef void (*http_answer_fn)(http_answer *a, const weir_request *req,
  *  --decision-timeout); a refusal is answered at once (400, 403, 503). */
 void http_decide(http_answer *a, const weir_request *req, http_answer_fn answer);
 
+/** Settles @req, decided earlier with its hits as an estimate, to @cost
+ *  (weir_engine_settle()), answering @a with @answer as http_decide()
+ *  does; not counted among the decisions. */
+void http_settle(http_answer *a, const weir_request *req, uint64_t cost, http_answer_fn answer);
+
 /** Decides @req through @ops with @data_bytes of @data as the call's.
  *  Returns 0, or the HTTP status of a refusal with @msg filled (nothing
  *  answered then). */

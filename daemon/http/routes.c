@@ -47,6 +47,7 @@ static void rlconfig_get(routes_state *rs, http_answer *a, const weir_http1_requ
 static void acquire_get(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void acquire_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
 static void release_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
+static void settle_post(routes_state *rs, http_answer *a, const weir_http1_request *req);
 
 static const route routes[] = {
     {"/v1/check", "GET, HEAD, POST", check_get, check_post},
@@ -59,6 +60,7 @@ static const route routes[] = {
     {"/rlconfig", "GET, HEAD", rlconfig_get, NULL},
     {"/v1/acquire", "GET, HEAD, POST", acquire_get, acquire_post},
     {"/v1/release", "POST", NULL, release_post},
+    {"/v1/settle", "POST", NULL, settle_post},
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
@@ -306,6 +308,45 @@ static void release_post(routes_state *rs, http_answer *a, const weir_http1_requ
 {
     (void)rs;
     leases_release(a, req);
+}
+
+/* ------------------------------------------------------------ costs known afterwards */
+
+/* The true cost of POST /v1/settle?cost=N: N, 0 .. 10^18. False when the
+ * query is anything else. */
+static bool settle_cost(const weir_http1_str *q, uint64_t *out)
+{
+    static const char pre[] = "cost=";
+    size_t n = sizeof(pre) - 1;
+    if (q->n <= n || q->n > n + 19 || memcmp(q->p, pre, n) != 0)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = n; i < q->n; i++) {
+        if (q->p[i] < '0' || q->p[i] > '9')
+            return false;
+        v = v * 10 + (uint64_t)(q->p[i] - '0');
+    }
+    if (v > 1000000000000000000ull)
+        return false;
+    *out = v;
+    return true;
+}
+
+static void settle_post(routes_state *rs, http_answer *a, const weir_http1_request *req)
+{
+    weir_api_error err;
+    uint64_t cost;
+    if (!settle_cost(&req->query, &cost)) {
+        http_answer_problem(a, 400,
+                            "POST /v1/settle takes the true cost as its one query parameter: "
+                            "?cost=N (0 to 10^18)");
+        return;
+    }
+    if (!weir_api_decode_check(rs->decoder, req->body.p, req->body.n, &err)) {
+        http_answer_problem(a, err.status, err.message);
+        return;
+    }
+    http_settle(a, weir_api_request(rs->decoder, 0), cost, answer_check);
 }
 
 static void answer_envoy_json(http_answer *a, const weir_request *req, const weir_api_decision *dec,

@@ -52,6 +52,10 @@ static const resp_command table[] = {
      "WEIR.CHECK that holds its concurrency limits' units: a lease token (null when denied) "
      "and the statuses",
      "domain key value [key value ...] [HITS n] [DESCRIPTOR key value ...]", 0, 0, 0},
+    {"weir.settle", -5, WRITE, resp_weir_settle,
+     "settle a request decided with an estimated cost (its HITS) at its true cost: the "
+     "statuses after the refund or the overrun",
+     "cost domain key value [key value ...] [HITS n] [DESCRIPTOR key value ...]", 0, 0, 0},
     {"weir.release", 2, WRITE, resp_weir_release,
      "give back the leases of a WEIR.ACQUIRE token: the number still held", "token", 0, 0, 0},
     {"weir.reset", -2, WRITE, resp_weir_reset,

@@ -64,6 +64,7 @@ void resp_weir_reset(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 
 void resp_weir_acquire(resp_conn *c, const weir_resp_arg *argv, size_t argc);
+void resp_weir_settle(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc);
 
 /* Where a decision's reply goes (limits.c): its slot when the store

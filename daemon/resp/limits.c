@@ -288,13 +288,15 @@ void resp_gcra(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 typedef struct check_call {
     resp_target t;
     bool acquire; /* WEIR.ACQUIRE: the lease token first */
+    bool settle;  /* WEIR.SETTLE: no decision, not counted as one */
 } check_call;
 
 static void check_reply(call *k, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     const check_call *cc = k->data;
     weir_buf *b = resp_target_buf(&cc->t);
-    metrics_decision(k->conn->w->metrics, &k->req, st, n, k->now_us);
+    if (!cc->settle)
+        metrics_decision(k->conn->w->metrics, &k->req, st, n, k->now_us);
     if (n > 0 && st[0].domain_not_found) {
         weir_resp_errorf(b, "ERR unknown domain '%.*s'",
                          (int)(k->req.domain_len > 120 ? 120 : k->req.domain_len), k->req.domain);
@@ -419,7 +421,10 @@ static weir_request *parse_check(resp_conn *c, const weir_resp_arg *argv, size_t
     return req;
 }
 
-static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool peek, bool acquire)
+/* WEIR.CHECK, WEIR.PEEK, WEIR.ACQUIRE; with @settle, WEIR.SETTLE's
+ * request (after its cost) settled to @cost. */
+static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool peek, bool acquire,
+                  bool settle, uint64_t cost)
 {
     resp_scratch *s = c->base.l->state;
     s->peek_all = false;
@@ -435,7 +440,7 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
                          sc->names[prio]);
         return;
     }
-    check_call cc = {{c, NULL}, acquire};
+    check_call cc = {{c, NULL}, acquire, settle};
     if (!resp_target_for(c, &cc.t))
         return;
     call *k = call_new(&c->base, &check_ops, &req, sizeof(cc), uv_hrtime());
@@ -444,20 +449,33 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
         return;
     }
     memcpy(k->data, &cc, sizeof(cc));
+    k->settle = settle;
+    k->cost = cost;
     start(k, engine_refusal);
 }
 
 void resp_weir_check(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    check(c, argv, argc, false, false);
+    check(c, argv, argc, false, false, false, 0);
 }
 
 void resp_weir_peek(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    check(c, argv, argc, true, false);
+    check(c, argv, argc, true, false, false, 0);
 }
 
 void resp_weir_acquire(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    check(c, argv, argc, false, true);
+    check(c, argv, argc, false, true, false, 0);
+}
+
+void resp_weir_settle(resp_conn *c, const weir_resp_arg *argv, size_t argc)
+{
+    int64_t cost;
+    if (!resp_arg_i64(&argv[1], &cost) || cost < 0 || cost > 1000000000000000000LL) {
+        weir_resp_errorf(resp_out(c), "ERR the cost must be a whole number from 0 to 10^18");
+        return;
+    }
+    /* the rest is WEIR.CHECK's request, its HITS the estimate */
+    check(c, argv + 1, argc - 1, false, false, true, (uint64_t)cost);
 }

@@ -378,6 +378,29 @@ typedef void (*weir_key_cb)(void *arg, const weir_key_outcome *out);
 WEIR_API weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op *op,
                                             int64_t now_us, weir_key_cb cb, void *arg);
 
+/**
+ * weir_engine_settle() - settle the true cost of a request decided
+ * earlier with an estimate (costs known only afterwards: tokens of a
+ * language model, bytes, rows). Since 0.2.
+ *
+ * @req is the request as it was decided, its hits the estimate; every
+ * limit it charged is brought to @cost: given back the difference (a
+ * REFUND) when the work cost less, charged the overrun (a CHARGE, as far
+ * as the limit holds: a full counter carries no debt) when it cost more.
+ * A descriptor with hits of its own keeps them; concurrency limits (their
+ * leases go back by weir_engine_release()), token buckets with a warm-up
+ * and `sketch:` limits are only looked at. The rules in force now decide
+ * which counters: settle before a reload changes them.
+ *
+ * @cb gets the statuses as after a decision, every code OK: remaining and
+ * reset are each counter's after the settlement. Same returns and
+ * threads as weir_engine_decide().
+ */
+WEIR_API weir_status weir_engine_settle(weir_engine_reader *reader, const weir_request *req,
+                                        uint64_t cost, int64_t now_us,
+                                        weir_descriptor_status *statuses, weir_decide_cb cb,
+                                        void *arg);
+
 /** A lease to give back: a limit outcome's lease, key and limit. */
 typedef struct weir_lease {
     const void *key; /* weir_limit_outcome.key (copied by the caller) */

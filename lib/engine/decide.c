@@ -261,6 +261,12 @@ static void batch_done(void *arg, weir_op *ops, size_t n, weir_status status)
     if (status != WEIR_OK)
         for (size_t i = 0; i < n; i++)
             ops[i].status = status;
+    /* a settlement reports each counter after it, never a denial */
+    for (size_t i = 0; dc->settling && i < n; i++)
+        if (ops[i].status == WEIR_OK) {
+            ops[i].result.allowed = true;
+            ops[i].result.retry_after_us = 0;
+        }
     /* the whole batch failed, or some ops did (a Redis Cluster node down) */
     decide_locally(dc, ops, n, false);
     if (batch_count(dc, -1) == 0)
@@ -290,6 +296,38 @@ static void submit(decision *dc, weir_op *ops, size_t n, unsigned flags, weir_st
  * with count_rejected are charged anyway, as upstream counts every request:
  * a limit that admitted takes the request's hits, one that denied takes
  * what it has left (so it ends exhausted, never past its limit). */
+/* ------------------------------------------------------------ settling */
+
+/* weir_engine_settle(): each limit the request's estimate charged is
+ * brought to the true cost: a REFUND of estimate - cost, a CHARGE of
+ * cost - estimate, or a look when they are equal. A descriptor with hits
+ * of its own keeps them; a concurrency limit (its leases go back by
+ * release), a token bucket with a warm-up (its cost depends on the heat
+ * at the time) and a sketch (it cannot give back) are looked at only. */
+static void settle_ops(decision *dc, const weir_request *req)
+{
+    for (size_t i = 0; i < dc->n_pending; i++) {
+        const pending *p = &dc->p[i];
+        if (p->dropped)
+            continue;
+        weir_op *op = &dc->ops[p->op];
+        uint64_t est = op->hits;
+        bool fixed = req->descriptors[p->desc].has_hits || p->cms ||
+                     p->lim->algorithm == WEIR_ALGO_CONCURRENCY || p->lim->warmup_us;
+        op->kind = WEIR_OP_CHECK;
+        if (fixed || dc->cost == est) {
+            op->hits = 0;
+        } else {
+            op->kind = dc->cost > est ? WEIR_OP_CHARGE : WEIR_OP_REFUND;
+            op->hits = dc->cost > est ? dc->cost - est : est - dc->cost;
+        }
+        if (p->cms) { /* looked at here: it is not the store's */
+            op->status = weir_cms_check(p->cms, op->key, op->key_len, dc->now_us, 0, &op->result);
+            op->result.allowed = true;
+        }
+    }
+}
+
 /* ------------------------------------------------------------ sketches */
 
 /* Limit @p's op in its sketch: a check (hits 0 or @check) or a charge. */
@@ -389,8 +427,10 @@ static void atomic_done(void *arg, weir_op *ops, size_t n, weir_status status)
 static weir_status decide_planned(decision *dc, weir_engine_reader *reader, const weir_request *req,
                                   int64_t now_us);
 
-weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *req, int64_t now_us,
-                               weir_descriptor_status *statuses, weir_decide_cb cb, void *arg)
+/* A decision (@settling false) or a settlement to @cost. */
+static weir_status start(weir_engine_reader *reader, const weir_request *req, int64_t now_us,
+                         weir_descriptor_status *statuses, weir_decide_cb cb, void *arg,
+                         bool settling, uint64_t cost)
 {
     if (!reader || !req || !statuses || !cb)
         return WEIR_EINVAL;
@@ -424,6 +464,8 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
     dc->n_enforcing = 0;
     dc->n_sketch = 0;
     dc->sketch_after = false;
+    dc->settling = settling;
+    dc->cost = cost;
     dc->quota_desc = 0;
     dc->kused = 0;
     dc->st = statuses;
@@ -455,6 +497,19 @@ weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *r
         weir__snap_exit(reader->snap);
     }
     return st;
+}
+
+weir_status weir_engine_decide(weir_engine_reader *reader, const weir_request *req, int64_t now_us,
+                               weir_descriptor_status *statuses, weir_decide_cb cb, void *arg)
+{
+    return start(reader, req, now_us, statuses, cb, arg, false, 0);
+}
+
+weir_status weir_engine_settle(weir_engine_reader *reader, const weir_request *req, uint64_t cost,
+                               int64_t now_us, weir_descriptor_status *statuses, weir_decide_cb cb,
+                               void *arg)
+{
+    return start(reader, req, now_us, statuses, cb, arg, true, cost);
 }
 
 /* Plan the decision and submit its batches; dc is freed on every path. */
@@ -503,12 +558,15 @@ static weir_status decide_planned(decision *dc, weir_engine_reader *reader, cons
                 weir__place_op(dc, i, k++);
     }
     dc->n_ops = n;
-    if (dc->n_sketch > 0)
+    if (dc->settling)
+        settle_ops(dc, req);
+    else if (dc->n_sketch > 0)
         decide_sketches(dc);
 
     /* The last batch to complete frees the decision: read what the second
      * submit needs before the first. */
-    size_t n_atomic = dc->n_enforcing, n_rest = n - dc->n_enforcing;
+    /* a settlement's ops are independent: each adjusts its own counter */
+    size_t n_atomic = dc->settling ? 0 : dc->n_enforcing, n_rest = n - n_atomic;
     int batches = (n_atomic > 0) + (n_rest > 0);
     if (batches == 0) {
         finish(dc);

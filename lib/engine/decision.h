@@ -72,8 +72,10 @@ struct decision {
     size_t n_enforcing; /* ops[0, n_enforcing) atomic, the rest independent */
     size_t n_ops;       /* the store's; the sketches' ops follow, not sent */
     size_t n_sketch;    /* limits counted in a sketch */
-    bool sketch_after;  /* enforcing sketches to charge once the store admits */
-    bool owned;         /* reader->own, holding no reference on rs */
+    bool settling;      /* weir_engine_settle(): every limit brought to `cost` */
+    uint64_t cost;
+    bool sketch_after; /* enforcing sketches to charge once the store admits */
+    bool owned;        /* reader->own, holding no reference on rs */
     _Atomic int outstanding;
     uint64_t quota_desc; /* bit d: descriptor d is in quota mode */
     unsigned char keys[WEIR_ENGINE_MAX_LIMITS][DIGEST_BYTES];

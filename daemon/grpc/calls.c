@@ -17,6 +17,7 @@
 #define HEALTH_CHECK "/grpc.health.v1.Health/Check"
 #define LEASES_ACQUIRE "/weir.leases.v1.Leases/Acquire"
 #define LEASES_RELEASE "/weir.leases.v1.Leases/Release"
+#define COSTS_SETTLE "/weir.leases.v1.Costs/Settle"
 
 struct grpc_calls {
     weir_rls_decoder *rls; /* ShouldRateLimit and Acquire requests */
@@ -76,6 +77,7 @@ typedef struct rls_call {
     stream s;
     grpc_calls *gc;
     bool acquire; /* Leases/Acquire: the response and the lease token */
+    bool settle;  /* Costs/Settle: no decision, not counted as one */
 } rls_call;
 
 /* The decision as a RateLimitResponse into @out. */
@@ -108,7 +110,8 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     rls_call *rc = c->data;
     worker *w = c->conn->w;
     grpc_calls *gc = rc->gc;
-    metrics_decision(w->metrics, &c->req, st, n, c->now_us);
+    if (!rc->settle)
+        metrics_decision(w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
     if (!rc->acquire) {
         encode_decision(c, &dec, &gc->msg);
@@ -150,12 +153,14 @@ static int64_t timeout_ms(const serve_options *o, const weir_grpc_call *gcall, u
     return ms == INT64_MAX ? 0 : ms;
 }
 
-/* ShouldRateLimit, and Leases/Acquire when @acquire. */
-static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall, bool acquire)
+/* ShouldRateLimit; Leases/Acquire when @acquire; Costs/Settle when
+ * @settle (its SettleRequest decoded already, the cost in @cost). */
+static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall, bool acquire,
+                   bool settle, uint64_t cost)
 {
     worker *w = s->cn->w;
     weir_grpc_error err;
-    if (!weir_rls_decode(gc->rls, gcall->msg, gcall->msg_len, &err)) {
+    if (!settle && !weir_rls_decode(gc->rls, gcall->msg, gcall->msg_len, &err)) {
         answer(s, err.code, err.message, NULL);
         return;
     }
@@ -185,6 +190,9 @@ static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall,
     rc->s = *s;
     rc->gc = gc;
     rc->acquire = acquire;
+    rc->settle = settle;
+    c->settle = settle;
+    c->cost = cost;
     weir_status st =
         call_decide(c, w, server_now_us(w->srv), timeout_ms(&w->srv->opt, gcall, s->t0_ns));
     if (st == WEIR_OK)
@@ -206,14 +214,25 @@ static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall,
 
 static void should_rate_limit(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
 {
-    decide(gc, s, gcall, false);
+    decide(gc, s, gcall, false, false, 0);
 }
 
 /* ------------------------------------------------------------ leases */
 
 static void leases_acquire(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
 {
-    decide(gc, s, gcall, true);
+    decide(gc, s, gcall, true, false, 0);
+}
+
+static void costs_settle(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
+{
+    weir_grpc_error err;
+    uint64_t cost = 0;
+    if (!weir_costs_decode_settle(gc->rls, gcall->msg, gcall->msg_len, &cost, &err)) {
+        answer(s, err.code, err.message, NULL);
+        return;
+    }
+    decide(gc, s, gcall, false, true, cost);
 }
 
 static void released(conn *c, void *arg, const lease_counts *n, bool later)
@@ -275,10 +294,9 @@ static const struct {
     const char *path;
     method_fn fn;
 } methods[] = {
-    {SHOULD_RATE_LIMIT, should_rate_limit},
-    {HEALTH_CHECK, health_check},
-    {LEASES_ACQUIRE, leases_acquire},
-    {LEASES_RELEASE, leases_release},
+    {SHOULD_RATE_LIMIT, should_rate_limit}, {HEALTH_CHECK, health_check},
+    {LEASES_ACQUIRE, leases_acquire},       {LEASES_RELEASE, leases_release},
+    {COSTS_SETTLE, costs_settle},
 };
 
 void grpc_calls_handle(grpc_calls *gc, conn *cn, weir_grpc_h2 *h2, const weir_grpc_call *gcall)

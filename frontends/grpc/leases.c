@@ -67,6 +67,42 @@ void weir_leases_encode_acquire(weir_buf *out, const weir_buf *response, const c
         put_bytes(out, 2, lease, lease_len);
 }
 
+bool weir_costs_decode_settle(weir_rls_decoder *d, const uint8_t *msg, size_t len, uint64_t *cost,
+                              weir_grpc_error *err)
+{
+    static const uint8_t empty[1];
+    ProtobufCMessage *m = NULL;
+    if (msg || !len)
+        m = protobuf_c_message_unpack(&weir__leases__v1__settle_request__descriptor, NULL, len,
+                                      msg ? msg : empty);
+    if (!m) {
+        err->code = WEIR_GRPC_INVALID_ARGUMENT;
+        snprintf(err->message, sizeof err->message, "cannot parse SettleRequest");
+        return false;
+    }
+    const Weir__Leases__V1__SettleRequest *r = (const Weir__Leases__V1__SettleRequest *)m;
+    /* the request again as bytes, for the one decoder of RateLimitRequest
+     * (its caps and checks): protobuf-c has unpacked it already */
+    weir_buf b;
+    weir_buf_init(&b, 2 * len + 64); /* packed again: never much longer */
+    bool ok = false;
+    if (r->request)
+        weir_pb_append(&b, &r->request->base);
+    if (r->cost > 1000000000000000000ull) {
+        err->code = WEIR_GRPC_INVALID_ARGUMENT;
+        snprintf(err->message, sizeof err->message, "cost: at most 10^18");
+    } else if (!weir_buf_ok(&b)) {
+        err->code = WEIR_GRPC_RESOURCE_EXHAUSTED;
+        snprintf(err->message, sizeof err->message, "out of memory");
+    } else {
+        ok = weir_rls_decode(d, (const uint8_t *)(b.p ? b.p : ""), b.len, err);
+        *cost = r->cost;
+    }
+    weir_buf_free(&b);
+    protobuf_c_message_free_unpacked(m, NULL);
+    return ok;
+}
+
 void weir_leases_encode_release(weir_buf *out, uint32_t leases, uint32_t released, uint32_t failed)
 {
     Weir__Leases__V1__ReleaseResponse r = WEIR__LEASES__V1__RELEASE_RESPONSE__INIT;

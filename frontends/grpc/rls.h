@@ -125,6 +125,11 @@ bool weir_leases_decode_release(const uint8_t *msg, size_t len, char *lease, siz
  *  weir_rls_encode_response() wrote) and the token (none when empty). */
 void weir_leases_encode_acquire(weir_buf *out, const weir_buf *response, const char *lease,
                                 size_t lease_len);
+/** Decode a Costs/Settle SettleRequest: its request into @d (as
+ *  weir_rls_decode()), its cost into @cost. false with @err set when
+ *  malformed, past the decoder's caps, or a cost past 10^18. */
+bool weir_costs_decode_settle(weir_rls_decoder *d, const uint8_t *msg, size_t len, uint64_t *cost,
+                              weir_grpc_error *err);
 /** Append a serialized ReleaseResponse. */
 void weir_leases_encode_release(weir_buf *out, uint32_t leases, uint32_t released, uint32_t failed);
 

@@ -1,8 +1,9 @@
 /*
  * fuzz_grpc.c - fuzzes the gRPC request path the way the server drives it:
  * a request body cut into length-prefixed messages, each decoded as a
- * RateLimitRequest (and as a HealthCheckRequest and a leases
- * ReleaseRequest: an accepted lease fits the caller's buffer), and a RateLimitResponse
+ * RateLimitRequest (and as a HealthCheckRequest, a leases ReleaseRequest:
+ * an accepted lease fits the caller's buffer, and a Costs SettleRequest:
+ * an accepted one has a cost within its cap), and a RateLimitResponse
  * encoded for a synthetic decision of the decoded request's shape. Any
  * bytes must decode or fail cleanly, never crash, leak or hang.
  *
@@ -314,6 +315,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(lease_len <= lease_cap);
         else
             check(err.code == WEIR_GRPC_INVALID_ARGUMENT && lease_len == SIZE_MAX);
+        uint64_t cost = UINT64_MAX;
+        if (weir_costs_decode_settle(d, msg, msg_len, &cost, &err))
+            check(cost <= 1000000000000000000ull);
+        else
+            check(err.code != WEIR_GRPC_OK);
         at += used;
     }
 

@@ -105,3 +105,31 @@ def test_over_resp(weir_factory):
         assert "the cost must be a whole number" in str(e.value)
     with pytest.raises(redis.exceptions.ResponseError):
         r.execute_command("WEIR.SETTLE", 1, "llm")
+
+
+def test_over_grpc(weir_factory, tmp_path):
+    import grpc
+    from protoclasses import message_classes
+    Settle, Request, Response = message_classes(
+        tmp_path, ["weir/leases/v1/leases.proto"],
+        ["weir.leases.v1.SettleRequest", "envoy.service.ratelimit.v3.RateLimitRequest",
+         "envoy.service.ratelimit.v3.RateLimitResponse"])
+    w = weir_factory(RULES, "--grpc", "127.0.0.1:0")
+    ch = grpc.insecure_channel(f"127.0.0.1:{w.grpc_port}")
+    call = ch.unary_unary("/weir.leases.v1.Costs/Settle",
+                          request_serializer=Settle.SerializeToString,
+                          response_deserializer=Response.FromString)
+    try:
+        assert check(w, "g", 5000).status == 200
+        req = Request(domain="llm", hits_addend=5000)
+        e = req.descriptors.add().entries.add()
+        e.key, e.value = "tenant", "g"
+        r = call(Settle(request=req, cost=120), timeout=5)
+        assert r.overall_code == 1 and r.statuses[0].limit_remaining == 99880, r
+        assert remaining(w, "g") == {"tokens_per_minute": 99880, "tokens_bucket": 999880}
+        for bad in [Settle(request=req, cost=10 ** 18 + 1), Settle(cost=1)]:
+            with pytest.raises(grpc.RpcError) as err:
+                call(bad, timeout=5)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, bad
+    finally:
+        ch.close()

@@ -64,10 +64,13 @@ static const route routes[] = {
 };
 #define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
 
-const char *const routes_names[] = {"/v1/check",    "/v1/check/batch", "/json",    "/healthz",
-                                    "/healthcheck", "/v1/rules",       "/metrics", "/rlconfig",
-                                    "/v1/acquire",  "/v1/release",     "other"};
+const char *const routes_names[] = {"/v1/check",    "/v1/check/batch", "/json",      "/healthz",
+                                    "/healthcheck", "/v1/rules",       "/metrics",   "/rlconfig",
+                                    "/v1/acquire",  "/v1/release",     "/v1/settle", "other"};
 const size_t routes_count = N_ROUTES + 1;
+/* a route's metrics label is its path: one name per route, and "other" */
+_Static_assert(sizeof(routes_names) / sizeof(routes_names[0]) == N_ROUTES + 1,
+               "routes_names names every route of routes[]");
 
 routes_state *routes_state_new(const serve_options *o, bool admin)
 {

@@ -248,22 +248,23 @@ static void released(conn *c, void *arg, const lease_counts *n, bool later)
 
 static void leases_release(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall)
 {
-    (void)gc;
     weir_grpc_error err;
     lease_token *tok = lease_token_scratch();
-    char *text = malloc(LEASE_TOKEN_MAX_BYTES);
+    /* the token's text in the worker's scratch (Acquire's, idle here):
+     * no allocation a release once it has grown */
+    weir_buf *text = &gc->inner;
+    weir_buf_clear(text);
     size_t len = 0;
-    if (!text) {
+    if (!weir_buf_reserve(text, LEASE_TOKEN_MAX_BYTES)) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
-    } else if (!weir_leases_decode_release(gcall->msg, gcall->msg_len, text, LEASE_TOKEN_MAX_BYTES,
-                                           &len, &err)) {
+    } else if (!weir_leases_decode_release(gcall->msg, gcall->msg_len, text->p,
+                                           LEASE_TOKEN_MAX_BYTES, &len, &err)) {
         answer(s, err.code, err.message, NULL);
-    } else if (!lease_token_parse(text, len, tok)) {
+    } else if (!lease_token_parse(text->p, len, tok)) {
         answer(s, WEIR_GRPC_INVALID_ARGUMENT, "lease: not a lease token of Leases/Acquire", NULL);
     } else if (!lease_release_all(s->cn, tok, s->t0_ns, released, s, sizeof(*s))) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
     }
-    free(text);
 }
 
 /* ------------------------------------------------------------ health */

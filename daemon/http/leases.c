@@ -3,7 +3,6 @@
  */
 #include "leases.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "api/json.h"

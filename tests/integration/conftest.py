@@ -310,13 +310,22 @@ class Weir:
         return r.text()
 
     def wait_until(self, predicate, timeout=2.0, interval=0.02, what="condition"):
+        """Polls @predicate until it holds. A request in it that times out
+        (a sanitizer build on a loaded machine) is one more try, not the
+        end: only the deadline fails the wait, with the daemon's log."""
         deadline = time.monotonic() + timeout
         while True:
-            value = predicate()
+            try:
+                value = predicate()
+            except (TimeoutError, ConnectionError) as e:
+                value, last = None, e
+            else:
+                last = None
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise AssertionError(f"{what} not reached within {timeout} s; log:\n"
+                why = f" (last try: {last!r})" if last else ""
+                raise AssertionError(f"{what} not reached within {timeout} s{why}; log:\n"
                                      + self.log_text())
             time.sleep(interval)
 

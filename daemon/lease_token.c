@@ -11,7 +11,7 @@
 
 static const char hex[] = "0123456789abcdef";
 
-size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n)
+size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n, int64_t now_us)
 {
     size_t leases = 0;
     weir_buf_putc(b, '1');
@@ -33,28 +33,42 @@ size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n)
                 weir_buf_putc(b, hex[key[k] >> 4]);
                 weir_buf_putc(b, hex[key[k] & 15]);
             }
+            if (o->adaptive) {
+                /* what its controller learns from when the lease is back */
+                weir_buf_putc(b, ',');
+                weir_buf_put_u64(b, o->adaptive);
+                weir_buf_putc(b, ',');
+                weir_buf_put_u64(b, now_us > 0 ? (uint64_t)now_us : 1);
+                weir_buf_putc(b, ',');
+                uint64_t held =
+                    o->requests_per_unit > o->remaining ? o->requests_per_unit - o->remaining : 1;
+                weir_buf_put_u64(b, held);
+            }
             leases++;
         }
     return leases;
 }
 
-/* A number from 1 to @max at *p, ended by @stop; moves *p past @stop. */
+/* A number from 1 to @max at *p, ended by @stop, and *p moved past it;
+ * a @stop of 0: ended by the next lease's ';' or the token's end, and *p
+ * moved to that end. */
 static bool number(const char **p, const char *end, char stop, uint64_t max, uint64_t *out)
 {
     const char *s = *p;
     uint64_t v = 0;
-    if (s == end || *s == stop || *s == '0') /* written without leading zeros */
+    char until = stop ? stop : ';';
+    if (s == end || *s == until || *s == '0') /* written without leading zeros */
         return false;
-    for (; s < end && *s != stop; s++) {
+    for (; s < end && *s != until; s++) {
         unsigned d = (unsigned)(*s - '0');
         if (d > 9 || v > (max - d) / 10)
             return false;
         v = v * 10 + d;
     }
-    if (s == end)
+    if (stop && s == end)
         return false;
     *out = v;
-    *p = s + 1;
+    *p = stop ? s + 1 : s;
     return true;
 }
 
@@ -67,6 +81,27 @@ lease_token *lease_token_scratch(void)
 static int hexval(char ch)
 {
     return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+}
+
+/* A lease's adaptive part at *p (its ','): ",ID,ACQUIRED_US,IN_FLIGHT",
+ * ended by the next lease's ';' or the token's end. */
+static bool adaptive_part(const char **p, const char *end, weir_lease *l)
+{
+    uint64_t id, at, held;
+    (*p)++;
+    if (!number(p, end, ',', UINT64_MAX, &id) || !number(p, end, ',', INT64_MAX, &at) ||
+        !number(p, end, 0, WEIR_MAX_LEASES, &held))
+        return false;
+    l->adaptive = id;
+    l->acquired_us = (int64_t)at;
+    l->in_flight = (uint32_t)held;
+    return true;
+}
+
+void lease_token_set_dropped(lease_token *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        t->leases[i].dropped = true;
 }
 
 bool lease_token_parse(const char *p, size_t len, lease_token *out)
@@ -85,7 +120,7 @@ bool lease_token_parse(const char *p, size_t len, lease_token *out)
             !number(&p, end, ',', UINT64_MAX, &lease))
             goto refused;
         const char *k = p;
-        while (p < end && *p != ';')
+        while (p < end && *p != ';' && *p != ',')
             p++;
         size_t hex_len = (size_t)(p - k);
         if (hex_len == 0 || hex_len % 2 || hex_len / 2 > WEIR_MAX_KEY_BYTES ||
@@ -98,8 +133,15 @@ bool lease_token_parse(const char *p, size_t len, lease_token *out)
                 goto refused;
             key[i / 2] = (unsigned char)(hi << 4 | lo);
         }
-        out->leases[out->n++] = (weir_lease){key, hex_len / 2, lease, limit, (int64_t)window};
+        weir_lease *l = &out->leases[out->n++];
+        *l = (weir_lease){.key = key,
+                          .key_len = hex_len / 2,
+                          .lease = lease,
+                          .limit = limit,
+                          .window_us = (int64_t)window};
         used += hex_len / 2;
+        if (p < end && *p == ',' && !adaptive_part(&p, end, l))
+            goto refused;
     }
     return true;
 refused:

@@ -8,7 +8,10 @@
  *
  * Text: "1", then per lease ";LIMIT,TIMEOUT_US,LEASE,COUNTER": the
  * concurrency limit, its lease timeout (the rule's window), the lease id
- * and the counter's name in the store in lowercase hex. Only bytes a URL,
+ * and the counter's name in the store in lowercase hex; a lease of an
+ * `adaptive:` limit adds ",ID,ACQUIRED_US,IN_FLIGHT" (the limit's id,
+ * when it was taken and how many were in flight with it), from which
+ * the release feeds the limit's controller the lease's time in flight. Only bytes a URL,
  * a header and a RESP bulk string carry unchanged: digits, a-f, ';' and
  * ','. A token is not a secret (anyone who can reach the listener can
  * spend units too); it is checked for shape only, and a lease it names
@@ -30,7 +33,7 @@
 
 /** Appends the token of the leases the decision's statuses hold to @b;
  *  returns how many it names (0: the token is "1", nothing to give back). */
-size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n);
+size_t lease_token_put(weir_buf *b, const weir_descriptor_status *st, size_t n, int64_t now_us);
 
 /** A token's leases, read back. */
 typedef struct lease_token {
@@ -51,5 +54,10 @@ lease_token *lease_token_scratch(void);
  *  name not in lowercase hex or longer than WEIR_MAX_KEY_BYTES, more
  *  than LEASE_TOKEN_MAX_LEASES leases. */
 bool lease_token_parse(const char *p, size_t len, lease_token *out);
+
+/** Marks every lease of @t as the lease of work that failed from
+ *  overload (weir_lease.dropped): an adaptive limit's controller backs
+ *  off on it. */
+void lease_token_set_dropped(lease_token *t);
 
 #endif /* WEIR_DAEMON_LEASE_TOKEN_H */

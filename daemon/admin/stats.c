@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "adaptive_view.h"
 #include "quota/service.h"
 #include "weir/redis.h"
 
@@ -295,6 +296,7 @@ bool admin_stats_render(server *srv, const char *const *routes, size_t n_routes,
     put_quotas(b, srv, now_us);
     put_tiers(b, &s);
     put_connections(b, &s);
+    adaptive_view_json(srv->engine, b);
     weir_buf_putc(b, '}');
     metrics_snapshot_free(&s);
     return weir_buf_ok(b);

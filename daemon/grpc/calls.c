@@ -119,7 +119,7 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
         encode_decision(c, &dec, &gc->inner);
         weir_buf_clear(&w->body);
         if (overall == WEIR_CODE_OK)
-            lease_token_put(&w->body, st, n);
+            lease_token_put(&w->body, st, n, c->now_us);
         weir_buf_clear(&gc->msg);
         weir_leases_encode_acquire(&gc->msg, &gc->inner, w->body.p, w->body.len);
         if (!weir_buf_ok(&gc->inner) || !weir_buf_ok(&w->body))
@@ -255,15 +255,19 @@ static void leases_release(grpc_calls *gc, const stream *s, const weir_grpc_call
     weir_buf *text = &gc->inner;
     weir_buf_clear(text);
     size_t len = 0;
+    bool dropped = false;
     if (!weir_buf_reserve(text, LEASE_TOKEN_MAX_BYTES)) {
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
     } else if (!weir_leases_decode_release(gcall->msg, gcall->msg_len, text->p,
-                                           LEASE_TOKEN_MAX_BYTES, &len, &err)) {
+                                           LEASE_TOKEN_MAX_BYTES, &len, &dropped, &err)) {
         answer(s, err.code, err.message, NULL);
     } else if (!lease_token_parse(text->p, len, tok)) {
         answer(s, WEIR_GRPC_INVALID_ARGUMENT, "lease: not a lease token of Leases/Acquire", NULL);
-    } else if (!lease_release_all(s->cn, tok, s->t0_ns, released, s, sizeof(*s))) {
-        answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
+    } else {
+        if (dropped)
+            lease_token_set_dropped(tok);
+        if (!lease_release_all(s->cn, tok, s->t0_ns, released, s, sizeof(*s)))
+            answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
     }
 }
 

@@ -23,7 +23,7 @@ void leases_answer_get(http_answer *a, const weir_request *req, const weir_api_d
     http_render_headers(w, dec, now_us);
     weir_buf_clear(&w->body);
     if (dec->overall == WEIR_CODE_OK) {
-        lease_token_put(&w->body, dec->statuses, dec->n);
+        lease_token_put(&w->body, dec->statuses, dec->n, now_us);
         add_header(w, &w->body, 0);
         if (!weir_buf_ok(&w->body) || !weir_headers_ok(&w->headers)) {
             http_answer_problem(a, 500, "out of memory");
@@ -52,7 +52,7 @@ void leases_answer_post(http_answer *a, const weir_request *req, const weir_api_
         w->body.len--;
         weir_buf_puts(&w->body, ",\"lease\":\"");
         size_t from = w->body.len;
-        lease_token_put(&w->body, dec->statuses, dec->n);
+        lease_token_put(&w->body, dec->statuses, dec->n, now_us);
         if (weir_buf_ok(&w->body))
             add_header(w, &w->body, from);
         weir_buf_puts(&w->body, "\"}");
@@ -79,9 +79,18 @@ static void released(conn *c, void *arg, const lease_counts *n, bool later)
 }
 
 /* The token of the request: its Weir-Lease header, else the body's
- * "lease". False, with a 400 answered, when neither holds one. */
-static bool read_token(http_answer *a, const weir_http1_request *req, lease_token *tok)
+ * "lease"; and whether the work failed from overload (`?dropped=true`,
+ * or the body's "dropped": true). False, with a 400 answered, when no
+ * token is there or the query or "dropped" is something else. */
+static bool read_token(http_answer *a, const weir_http1_request *req, lease_token *tok,
+                       bool *dropped)
 {
+    static const char flag[] = "dropped=true";
+    *dropped = req->query.n == sizeof(flag) - 1 && memcmp(req->query.p, flag, req->query.n) == 0;
+    if (req->query.n && !*dropped) {
+        http_answer_problem(a, 400, "POST /v1/release takes one query parameter: ?dropped=true");
+        return false;
+    }
     weir_http1_str h = weir_http1_header_get(req, LEASES_HEADER);
     if (h.p) {
         if (lease_token_parse(h.p, h.n, tok))
@@ -97,14 +106,21 @@ static bool read_token(http_answer *a, const weir_http1_request *req, lease_toke
     if (weir_json_parse(&j, req->body.p, req->body.n, 0, &err) == WEIR_JSON_OK &&
         j.nodes[0].type == WEIR_JSON_OBJECT) {
         const weir_json_node *v = &j.nodes[1];
+        bool bad_flag = false;
         for (uint32_t i = 0; i < j.nodes[0].n; i++, v = weir_json_next(weir_json_next(v))) {
             const weir_json_node *val = v + 1;
-            if (v->n != 5 || memcmp(v->s, "lease", 5) != 0)
-                continue;
-            ok = val->type == WEIR_JSON_STRING && lease_token_parse(val->s, val->n, tok);
-            if (!ok)
-                why = "\"lease\" is not a lease token of /v1/acquire";
-            break;
+            if (v->n == 7 && memcmp(v->s, "dropped", 7) == 0) {
+                bad_flag |= val->type != WEIR_JSON_TRUE && val->type != WEIR_JSON_FALSE;
+                *dropped |= val->type == WEIR_JSON_TRUE;
+            } else if (v->n == 5 && memcmp(v->s, "lease", 5) == 0) {
+                ok = val->type == WEIR_JSON_STRING && lease_token_parse(val->s, val->n, tok);
+                if (!ok)
+                    why = "\"lease\" is not a lease token of /v1/acquire";
+            }
+        }
+        if (ok && bad_flag) {
+            ok = false;
+            why = "\"dropped\" must be true or false";
         }
     }
     weir_json_release(&j);
@@ -116,7 +132,11 @@ static bool read_token(http_answer *a, const weir_http1_request *req, lease_toke
 void leases_release(http_answer *a, const weir_http1_request *req)
 {
     lease_token *tok = lease_token_scratch();
-    if (read_token(a, req, tok) &&
-        !lease_release_all(a->conn, tok, a->t0_ns, released, &a, sizeof(a)))
+    bool dropped;
+    if (!read_token(a, req, tok, &dropped))
+        return;
+    if (dropped)
+        lease_token_set_dropped(tok);
+    if (!lease_release_all(a->conn, tok, a->t0_ns, released, &a, sizeof(a)))
         http_answer_problem(a, 503, "out of memory");
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "adaptive_view.h"
 #include "admin/admin.h"
 #include "admin/quotas.h"
 #include "call.h"
@@ -589,6 +590,7 @@ static void metrics_get(routes_state *rs, http_answer *a, const weir_http1_reque
     worker *w = a->conn->w;
     weir_buf_clear(&w->body);
     metrics_render(w->srv->metrics, w->srv->store, &w->body);
+    adaptive_view_metrics(w->srv->engine, &w->body);
     quota_service_metrics(w->srv->quotas, &w->body, server_now_us(w->srv));
     if (!weir_buf_ok(&w->body)) {
         http_answer_problem(a, 500, "out of memory");

@@ -56,8 +56,10 @@ static const resp_command table[] = {
      "settle a request decided with an estimated cost (its HITS) at its true cost: the "
      "statuses after the refund or the overrun",
      "cost domain key value [key value ...] [HITS n] [DESCRIPTOR key value ...]", 0, 0, 0},
-    {"weir.release", 2, WRITE, resp_weir_release,
-     "give back the leases of a WEIR.ACQUIRE token: the number still held", "token", 0, 0, 0},
+    {"weir.release", -2, WRITE, resp_weir_release,
+     "give back the leases of a WEIR.ACQUIRE token: the number still held; DROPPED: the work "
+     "failed from overload (an adaptive limit backs off)",
+     "token [DROPPED]", 0, 0, 0},
     {"weir.reset", -2, WRITE, resp_weir_reset,
      "forget CL.THROTTLE/GCRA keys: the number that held a state", "key [key ...]", 1, -1, 1},
     {"del", -2, WRITE, resp_del, "WEIR.RESET under Redis's name", "key [key ...]", 1, -1, 1},

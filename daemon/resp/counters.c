@@ -134,12 +134,18 @@ void resp_del(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 
 void resp_weir_release(resp_conn *c, const weir_resp_arg *argv, size_t argc)
 {
-    (void)argc;
     lease_token *tok = lease_token_scratch();
+    bool dropped = argc == 3 && argv[2].n == 7 && strncasecmp(argv[2].p, "dropped", 7) == 0;
+    if (argc > 3 || (argc == 3 && !dropped)) {
+        weir_resp_errorf(resp_out(c), "ERR syntax error: WEIR.RELEASE token [DROPPED]");
+        return;
+    }
     bool ok = lease_token_parse(argv[1].p, argv[1].n, tok);
     group *g = ok ? group_new(c, true) : NULL;
     if (!ok)
         weir_resp_errorf(resp_out(c), "ERR not a lease token of WEIR.ACQUIRE");
+    if (dropped)
+        lease_token_set_dropped(tok);
     for (size_t i = 0; g && i < tok->n; i++)
         group_start(g, call_new_release(&c->base, &member_ops, &tok->leases[i], sizeof(member),
                                         uv_hrtime()));

@@ -309,7 +309,7 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
         if (overall == WEIR_CODE_OK) {
             weir_buf *tok = &k->conn->w->body;
             weir_buf_clear(tok);
-            lease_token_put(tok, st, n);
+            lease_token_put(tok, st, n, k->now_us);
             weir_resp_bulk(b, tok->p, tok->len);
         } else {
             weir_resp_null(b, resp3);

@@ -178,8 +178,10 @@ static void put_policies(weir_buf *b, const weir_api_decision *dec)
         }
         for (size_t k = 0; k < s->n_outcomes; k++) {
             const weir_limit_outcome *o = &s->outcomes[k];
+            /* an adaptive limit's quota is its controller's of the moment */
             if (!o->shadow)
-                put_policy(b, o->limit, o->requests_per_unit, o->window_us, seen, &n);
+                put_policy(b, o->limit, o->adaptive ? o->adaptive_limit : o->requests_per_unit,
+                           o->window_us, seen, &n);
         }
     }
 }

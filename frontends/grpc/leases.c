@@ -10,7 +10,7 @@
 #include "weir/leases/v1/leases.pb-c.h"
 
 bool weir_leases_decode_release(const uint8_t *msg, size_t len, char *lease, size_t cap,
-                                size_t *lease_len, weir_grpc_error *err)
+                                size_t *lease_len, bool *dropped, weir_grpc_error *err)
 {
     static const uint8_t empty[1];
     /* a call per lease given back, not per decision: protobuf-c's own
@@ -30,6 +30,7 @@ bool weir_leases_decode_release(const uint8_t *msg, size_t len, char *lease, siz
     if (fits) {
         memcpy(lease, r->lease ? r->lease : "", n);
         *lease_len = n;
+        *dropped = r->dropped;
     } else {
         err->code = WEIR_GRPC_INVALID_ARGUMENT;
         snprintf(err->message, sizeof err->message, "lease: longer than any lease token");

@@ -117,10 +117,11 @@ void weir_health_encode(weir_buf *out, int status);
 /* ------------------------------------------------------------ weir.leases.v1 */
 
 /** Decode a ReleaseRequest: its lease token (not NUL-terminated, at most
- *  @cap bytes) into @lease, its length into @lease_len. false
- *  (INVALID_ARGUMENT) when malformed or longer than @cap. */
+ *  @cap bytes) into @lease, its length into @lease_len, its dropped flag
+ *  into @dropped. false (INVALID_ARGUMENT) when malformed or longer than
+ *  @cap. */
 bool weir_leases_decode_release(const uint8_t *msg, size_t len, char *lease, size_t cap,
-                                size_t *lease_len, weir_grpc_error *err);
+                                size_t *lease_len, bool *dropped, weir_grpc_error *err);
 /** Append a serialized AcquireResponse: @response (a RateLimitResponse
  *  weir_rls_encode_response() wrote) and the token (none when empty). */
 void weir_leases_encode_acquire(weir_buf *out, const weir_buf *response, const char *lease,

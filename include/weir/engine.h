@@ -140,6 +140,15 @@ typedef struct weir_limit_outcome {
      *  Valid until the callback returns. */
     const char *tier;
     bool tenant_override;
+    /** Since 0.2. An `adaptive:` limit: its id, for the lease's
+     *  weir_lease.adaptive, and the limit its controller set for this
+     *  decision (both 0 for a fixed limit). requests_per_unit and
+     *  remaining stay the counter's (its most, and the units free under
+     *  it, so requests_per_unit - remaining is the count in flight with
+     *  this lease); the descriptor's status reports against
+     *  adaptive_limit. */
+    uint64_t adaptive;
+    uint32_t adaptive_limit;
 } weir_limit_outcome;
 
 /** The verdict for one descriptor, in request order. */
@@ -249,6 +258,22 @@ typedef struct weir_rules_hold weir_rules_hold;
  *  of *@hold; NULL only for a NULL argument. Thread-safe. */
 WEIR_API const weir_rules *weir_engine_rules_hold(weir_engine *engine, weir_rules_hold **hold);
 WEIR_API void weir_engine_rules_unhold(weir_rules_hold *hold);
+
+/** Since 0.2. An `adaptive:` limit of the rules in force and its
+ *  controller (weir/adaptive.h: read its limit, stats and history, all
+ *  thread-safe), valid while the rules are held. */
+typedef struct weir_engine_adaptive {
+    const weir_rule_limit *limit;
+    const weir_adaptive *controller;
+    uint64_t id; /* weir_limit_outcome.adaptive */
+} weir_engine_adaptive;
+
+/** Since 0.2. The adaptive limits of the rules @hold holds, in id order:
+ *  the first min(@cap, their count) into @out; returns their count. A
+ *  reload keeps a limit's controller when the limit keeps its identity
+ *  (its counter) and its `adaptive:` options. */
+WEIR_API size_t weir_engine_adaptive_list(const weir_rules_hold *hold, weir_engine_adaptive *out,
+                                          size_t cap);
 
 /**
  * weir_engine_reload_path() - load a rule file or directory and, if it is
@@ -410,6 +435,17 @@ typedef struct weir_lease {
      *  its window: the lease timeout). */
     uint64_t limit;
     int64_t window_us;
+    /** Since 0.2. A lease of an `adaptive:` limit (weir_limit_outcome.
+     *  adaptive; 0 for any other): the release feeds that limit's
+     *  controller the lease's time in flight, from @acquired_us (the
+     *  decision's now_us), with @in_flight (the count in flight with it,
+     *  itself included) and @dropped (the work failed from overload: a
+     *  timeout, a rejection upstream). A lease given back after its
+     *  timeout counts as dropped. */
+    uint64_t adaptive;
+    int64_t acquired_us;
+    uint32_t in_flight;
+    bool dropped;
 } weir_lease;
 
 /**

@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "weir/adaptive.h"
 #include "weir/algo.h"
 #include "weir/calendar.h"
 #include "weir/context.h"
@@ -166,6 +167,11 @@ typedef struct weir_rule_limit {
      *  compiled limit has them both, defaults applied (weir/algo.h). */
     int64_t warmup_us;
     uint32_t cold_factor;
+    /** Since 0.2. `adaptive:` (concurrency only): the controller that
+     *  moves the limit between its min and requests_per_unit from the
+     *  time the leases are held (weir/adaptive.h; docs/CONFIG.md); its
+     *  max_limit is requests_per_unit. NULL for a fixed limit. */
+    const weir_adaptive_options *adaptive;
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */

@@ -113,6 +113,7 @@ static void finish(decision *dc)
         bool denied = failed ? p->limit->failure_mode == WEIR_FAILURE_DENY : !r->allowed;
         uint64_t rem = failed ? 0 : r->remaining;
         int64_t reset = failed ? 0 : r->reset_after_us;
+
         weir_descriptor_status *s = &dc->st[p->desc];
         /* pending limits come descriptor by descriptor, so each
          * descriptor's outcomes are one run of the array */
@@ -128,6 +129,8 @@ static void finish(decision *dc)
         o->failure_mode = failed || p->local;
         o->local = p->local;
         o->lease = failed || p->local ? 0 : r->lease; /* a local lease times out */
+        o->adaptive = p->adaptive ? p->adaptive->id : 0;
+        o->adaptive_limit = p->adaptive ? p->adaptive_limit : 0;
         o->key = op->key;
         o->key_len = op->key_len;
         o->tier = p->tier;
@@ -135,6 +138,11 @@ static void finish(decision *dc)
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;
+        uint32_t rpu = p->rpu;
+        if (p->adaptive) { /* the status is against the limit in force */
+            rpu = p->adaptive_limit;
+            rem = rem > p->adaptive_reserve ? rem - p->adaptive_reserve : 0;
+        }
         /* the status reports its first limit until a stricter one comes
          * (s->limit is NULL until then; a reported limit denied when it
          * made the code OVER_LIMIT or, in shadow mode, would_deny) */
@@ -142,7 +150,7 @@ static void finish(decision *dc)
             !stricter(denied, rem, s->code == WEIR_CODE_OVER_LIMIT || s->would_deny, s->remaining))
             continue;
         s->limit = p->limit;
-        s->requests_per_unit = p->rpu;
+        s->requests_per_unit = rpu;
         s->unit = p->unit;
         s->window_us = p->window_us;
         s->remaining = rem;

@@ -43,6 +43,12 @@ typedef struct pending {
     bool tenant_override;
     const char *tier; /* the tenant's tier (plan_ctx.tier) */
     weir_cms *cms;    /* `sketch:`: counted there, not in the store */
+    /* `adaptive:`: its controller, the limit it published for this
+     * decision, and the units kept free above it (requests_per_unit -
+     * that limit), the TAKE's reserve */
+    struct adaptive_ctl *adaptive;
+    uint32_t adaptive_limit;
+    uint64_t adaptive_reserve;
     const weir_rule_limit *limit;
     const weir_limit *lim; /* &limit->compiled, or &eff for an override */
     weir_limit eff;

@@ -90,6 +90,8 @@ weir_status weir_engine_reload(weir_engine *engine, weir_rules *rules)
         return st;
     pthread_mutex_lock(&engine->write_lock);
     weir__ruleset_report_reload(engine->ctx, engine->current, rs);
+    /* what adaptive limits learnt stays with them */
+    weir__adaptive_adopt(&rs->plans.adaptive, &engine->current->plans.adaptive);
     rs->tenants = engine->current->tenants; /* the table in force stays */
     weir__tenants_hold(rs->tenants);
     st = weir__snap_swap(engine->snap, rs);
@@ -203,6 +205,16 @@ const weir_rules *weir_engine_rules_hold(weir_engine *engine, weir_rules_hold **
     pthread_mutex_unlock(&engine->write_lock);
     *hold = (weir_rules_hold *)rs;
     return rs->rules;
+}
+
+size_t weir_engine_adaptive_list(const weir_rules_hold *hold, weir_engine_adaptive *out, size_t cap)
+{
+    if (!hold)
+        return 0;
+    const adaptive_table *t = &((const ruleset *)hold)->plans.adaptive;
+    for (size_t i = 0; out && i < t->n && i < cap; i++)
+        out[i] = (weir_engine_adaptive){t->v[i].limit, (*t->v[i].slot)->a, t->v[i].id};
+    return t->n;
 }
 
 void weir_engine_rules_unhold(weir_rules_hold *hold)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/context.h"
+#include "engine/adaptive_limits.h"
 #include "engine/engine_internal.h"
 #include "store/store.h"
 #include "weir/engine.h"
@@ -34,6 +35,10 @@ typedef struct keyed {
     int64_t now_us;
     weir_key_cb cb;
     void *arg;
+    /* a release of an adaptive limit's lease: its controller (a
+     * reference) and the sample it gets once the lease is back */
+    adaptive_ctl *ctl;
+    weir_lease sample;
     char key[]; /* the prefix and the name */
 } keyed;
 
@@ -64,10 +69,26 @@ static void fail_over(const keyed *k, weir_key_outcome *out)
     out->result.limit = k->lim.burst ? k->lim.burst : k->lim.limit;
 }
 
-static void deliver(const keyed *k, weir_status batch)
+/* An adaptive limit's lease came back (@st): its controller learns how
+ * long it was held. A lease not held was given back already (no second
+ * sample), unless it timed out: that is a drop. */
+static void feed(keyed *k, weir_status st)
+{
+    const weir_lease *l = &k->sample;
+    bool timed_out = k->now_us - l->acquired_us >= l->window_us;
+    if (st == WEIR_OK || (st == WEIR_ENOLEASE && timed_out))
+        weir__adaptive_feed(k->ctl, k->now_us, l->acquired_us, l->in_flight, l->dropped,
+                            l->window_us);
+    weir__adaptive_release(k->ctl);
+    k->ctl = NULL;
+}
+
+static void deliver(keyed *k, weir_status batch)
 {
     weir_key_outcome out = {0};
     weir_status st = batch != WEIR_OK ? batch : k->op.status;
+    if (k->ctl)
+        feed(k, st);
     if (st == WEIR_OK) {
         out.status = WEIR_OK;
         out.result = k->op.result;
@@ -100,7 +121,7 @@ static void done_later(void *arg, weir_op *ops, size_t n, weir_status status)
 static weir_status run(weir_engine_reader *reader, const char *pre, size_t pre_len,
                        const void *name, size_t name_len, const weir_op *proto,
                        const weir_limit *lim, unsigned flags, weir_failure_mode fm, int64_t now_us,
-                       weir_key_cb cb, void *arg)
+                       weir_key_cb cb, void *arg, adaptive_ctl *ctl, const weir_lease *sample)
 {
     weir_engine *e = reader->engine;
     size_t key_len = pre_len + name_len;
@@ -109,10 +130,15 @@ static weir_status run(weir_engine_reader *reader, const char *pre, size_t pre_l
     keyed *k = &own;
     char *key = reader->scratch;
     if (later) {
-        if (!(k = weir__malloc(e->ctx, sizeof(*k) + key_len)))
+        if (!(k = weir__malloc(e->ctx, sizeof(*k) + key_len))) {
+            weir__adaptive_release(ctl);
             return WEIR_ENOMEM;
+        }
         key = k->key;
     }
+    k->ctl = ctl;
+    if (ctl) /* the caller's may be gone by the completion */
+        k->sample = *sample;
     memcpy(key, pre, pre_len);
     memcpy(key + pre_len, name, name_len);
     k->engine = e;
@@ -126,8 +152,12 @@ static weir_status run(weir_engine_reader *reader, const char *pre, size_t pre_l
     k->op.key = key;
     k->op.key_len = key_len;
     k->op.limit = &k->lim;
-    if (!later)
-        return weir_store_submit(e->store, &k->op, 1, now_us, flags, done_inline, k);
+    if (!later) {
+        weir_status st = weir_store_submit(e->store, &k->op, 1, now_us, flags, done_inline, k);
+        if (k->ctl) /* refused before the op ran */
+            weir__adaptive_release(k->ctl);
+        return st;
+    }
     atomic_fetch_add_explicit(&reader->live, 1, memory_order_relaxed);
     weir_store_session *ss = reader->session;
     weir_status st = ss ? weir_store_session_submit(ss, &k->op, 1, now_us, flags, done_later, k)
@@ -173,7 +203,19 @@ weir_status weir_engine_decide_key(weir_engine_reader *reader, const weir_key_op
      * limit may not be the answer under the next: no over-limit cache */
     o.flags = WEIR_OP_NO_LOCAL_CACHE;
     return run(reader, PREFIX, PREFIX_LEN, op->name, op->name_len, &o, lim, 0, op->failure_mode,
-               now_us, cb, arg);
+               now_us, cb, arg, NULL, NULL);
+}
+
+/* The controller of adaptive limit @id in the rules in force, with a
+ * reference; NULL when they have none (reloaded away, other rules). */
+static adaptive_ctl *find_controller(weir_engine_reader *reader, uint64_t id)
+{
+    if (reader->in_section) /* inside a decision's callback: its rules */
+        return weir__adaptive_find(&reader->cur->plans.adaptive, id);
+    const ruleset *rs = weir__snap_enter(reader->snap);
+    adaptive_ctl *c = weir__adaptive_find(&rs->plans.adaptive, id);
+    weir__snap_exit(reader->snap);
+    return c;
 }
 
 weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *lease, int64_t now_us,
@@ -197,6 +239,7 @@ weir_status weir_engine_release(weir_engine_reader *reader, const weir_lease *le
     o.kind = WEIR_OP_RELEASE;
     o.lease = lease->lease;
     o.flags = WEIR_OP_NO_LOCAL_CACHE;
+    adaptive_ctl *ctl = lease->adaptive ? find_controller(reader, lease->adaptive) : NULL;
     return run(reader, "", 0, lease->key, lease->key_len, &o, &lim, flags, WEIR_FAILURE_ALLOW,
-               now_us, cb, arg);
+               now_us, cb, arg, ctl, ctl ? lease : NULL);
 }

@@ -250,7 +250,7 @@ void weir__place_op(decision *dc, size_t i, size_t slot)
     op->limit = p->lim;
     op->hits = p->hits;
     op->lease = 0;
-    op->reserve = 0;
+    op->reserve = p->adaptive_reserve;
     op->kind = p->kind;
     op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
     if (p->limit->sync_interval_us && dc->engine->shared_keys)
@@ -325,6 +325,15 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     /* a request's own limit is counted in the store */
     p->cms = desc->limit ? NULL : lp->cms;
     dc->n_sketch += p->cms != NULL;
+    /* an adaptive limit admits up to its controller's limit of the
+     * moment: the rest of requests_per_unit is kept free */
+    p->adaptive = desc->limit ? NULL : lp->adaptive;
+    p->adaptive_reserve = 0;
+    if (p->adaptive) {
+        p->adaptive_limit = weir_adaptive_limit(p->adaptive->a);
+        if (p->rpu > p->adaptive_limit)
+            p->adaptive_reserve = p->rpu - p->adaptive_limit;
+    }
     /* a calendar limit counts its period: from @period on */
     bool calendar = l->calendar != WEIR_CALENDAR_NONE && !desc->limit;
     int64_t period = 0;
@@ -404,7 +413,7 @@ static weir_status plan_orphan(decision *dc, weir_engine_reader *rd, const weir_
         XXH3_128bits_update(&h, en->value ? en->value : "", en->value_len);
     }
     XXH128_hash_t id = XXH3_128bits_digest(&h);
-    limit_plan lp = {{id.low64, id.high64}, false, {0}, NULL};
+    limit_plan lp = {{id.low64, id.high64}, false, {0}, NULL, NULL};
     static const weir__match_result no_levels = {0};
     pc->m = &no_levels;
     pc->value_level = -1;

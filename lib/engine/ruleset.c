@@ -94,6 +94,15 @@ static void collect(plan_build *b, const char *domain, const weir_rule *r, size_
                                   .memory_bytes = l->sketch_bytes};
             b->err = weir_cms_new(b->ctx, &o, &lp->cms);
         }
+        lp->adaptive = NULL;
+        if (l->adaptive && !l->unlimited && b->err == WEIR_OK) {
+            /* the jitter's seed differs between instances (each has its
+             * own secret), so that they do not probe together */
+            uint64_t seed =
+                XXH3_64bits_withSecret(&lp->id, sizeof(lp->id), b->secret, SECRET_BYTES);
+            b->err = weir__adaptive_add(b->ctx, &pl->adaptive, l, lp->id.lo ? lp->id.lo : 1, seed,
+                                        &lp->adaptive);
+        }
     }
     for (size_t i = 0; i < r->n_children; i++)
         collect(b, domain, r->children[i], n, fixed);
@@ -103,6 +112,7 @@ static void plans_free(weir_ctx *ctx, plans *pl)
 {
     for (size_t i = 0; pl->limits && i < pl->n; i++)
         weir_cms_free(pl->limits[i].cms);
+    weir__adaptive_table_free(ctx, &pl->adaptive);
     weir__free(ctx, pl->first);
     weir__free(ctx, pl->limits);
     memset(pl, 0, sizeof(*pl));
@@ -141,6 +151,7 @@ static weir_status plans_build(weir_ctx *ctx, const weir_rules *rules, const uns
         }
     }
     weir__free(ctx, path);
+    weir__adaptive_seal(&pl->adaptive);
     if (b.err != WEIR_OK)
         plans_free(ctx, pl);
     return b.err;

@@ -15,6 +15,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "engine/adaptive_limits.h"
 #include "engine/match.h"
 #include "weir/engine.h"
 
@@ -63,6 +64,8 @@ typedef struct limit_plan {
     /* `sketch:`: the limit's count-min limiter (weir/cms.h), made with
      * the ruleset, or NULL: the store counts it */
     struct weir_cms *cms;
+    /* `adaptive:`: the limit's controller (adaptive_limits.h), or NULL */
+    struct adaptive_ctl *adaptive;
 } limit_plan;
 
 /* Every limit's plan, each rule's in one run in rule order; a rule's run
@@ -73,6 +76,7 @@ typedef struct plans {
     limit_plan *limits;
     size_t n;
     bool replaces; /* some limit names others in `replaces` */
+    adaptive_table adaptive;
 } plans;
 
 typedef struct ruleset {

@@ -356,7 +356,8 @@ void weir__tenants_seal(weir_tenants *t, const unsigned char *secret)
             XXH128_hash_t h = XXH3_128bits_digest(&s);
             l->plan.id = (ident){h.low64, h.high64};
             l->plan.fixed = true;
-            l->plan.cms = NULL; /* an override counts in the store */
+            l->plan.cms = NULL;      /* an override counts in the store */
+            l->plan.adaptive = NULL; /* and is a fixed number */
             counter_digest(&l->plan.id, sizeof(l->plan.id), secret, l->plan.digest);
         }
     }

@@ -43,6 +43,7 @@ enum rl_field {
     RL_SKETCH,
     RL_WARMUP,
     RL_COLD_FACTOR,
+    RL_ADAPTIVE,
     RL_N
 };
 
@@ -67,6 +68,7 @@ static const char *const rl_names[RL_N] = {
     [RL_SKETCH] = "sketch",
     [RL_WARMUP] = "warmup",
     [RL_COLD_FACTOR] = "cold_factor",
+    [RL_ADAPTIVE] = "adaptive",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -365,6 +367,10 @@ static weir_rule_limit *read_rate_limit(yp *p)
                 l->cold_factor = (uint32_t)v;
             }
             break;
+        case RL_ADAPTIVE:
+            if (!weir__rules_read_adaptive(p, l))
+                return NULL;
+            break;
         case RL_N:
             break;
         }
@@ -443,6 +449,8 @@ static weir_rule_limit *read_rate_limit(yp *p)
         else if ((seen & (UINT64_C(1) << RL_COLD_FACTOR)) && !(seen & (UINT64_C(1) << RL_WARMUP)))
             ERR(p, at[RL_COLD_FACTOR], "'cold_factor' needs 'warmup'");
     }
+    if (l->adaptive)
+        weir__rules_check_adaptive(p, l, at[RL_ADAPTIVE]);
     if (ld->n_errors != errors_before)
         return NULL;
     if (!l->unlimited) {

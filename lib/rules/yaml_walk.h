@@ -68,5 +68,10 @@ bool weir__rules_read_descriptors(yp *p, rule_list *out, unsigned depth);
 /* tenants.c: a domain's `tenants:` mapping into @out. False only when the
  * parser died. */
 bool weir__rules_read_tenants(yp *p, rules_tenants *out);
+/* adaptive.c: a limit's `adaptive:` mapping into l->adaptive (false only
+ * when the parser died); then, once the whole limit is read, what it
+ * requires of the limit (a concurrency limit, min <= initial <= most). */
+bool weir__rules_read_adaptive(yp *p, weir_rule_limit *l);
+void weir__rules_check_adaptive(yp *p, weir_rule_limit *l, pos at);
 
 #endif /* WEIR_RULES_YAML_WALK_H */

@@ -311,7 +311,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         (void)weir_health_decode(msg, msg_len, service, mode & 4 ? 4 : sizeof service, &err);
         char lease[64];
         size_t lease_cap = mode & 4 ? 4 : sizeof lease, lease_len = SIZE_MAX;
-        if (weir_leases_decode_release(msg, msg_len, lease, lease_cap, &lease_len, &err))
+        bool dropped;
+        if (weir_leases_decode_release(msg, msg_len, lease, lease_cap, &lease_len, &dropped, &err))
             check(lease_len <= lease_cap);
         else
             check(err.code == WEIR_GRPC_INVALID_ARGUMENT && lease_len == SIZE_MAX);

@@ -55,3 +55,22 @@ def test_leases_time_out_in_redis(weir_factory, redis_factory):
     time.sleep(1.1)
     assert acquire(b, quick="q")[0] == 200
     assert [release(b, t)["released"] for t in tokens] == [0, 0]
+
+
+def test_adaptive_limits_on_redis(weir_factory, redis_factory):
+    """The counter is the fleet's, each instance's controller its own: an
+    instance admits while the fleet's leases are under its controller's
+    limit, and a lease given back teaches the instance it comes back to."""
+    from test_adaptive_limits import acquire as adaptive_acquire, limit_metric, rules
+    rd = redis_factory()
+    a, b = (weir_factory(rules(), "--store", rd.url, *PATIENT) for _ in range(2))
+    held = [adaptive_acquire(a if i % 2 else b) for i in range(10)]
+    assert [s for s, _, _ in held] == [200] * 10
+    assert adaptive_acquire(a)[0] == 429 and adaptive_acquire(b)[0] == 429
+    # five dropped, given back to b: b's limit halves, a's stays
+    for _, token, _ in held[:5]:
+        assert b.post("/v1/release?dropped=true", {"lease": token}).json()["released"] == 1
+    assert (limit_metric(a), limit_metric(b)) == (10, 5)
+    # five in flight in the fleet: a admits up to 10, b none
+    assert adaptive_acquire(b)[0] == 429
+    assert [adaptive_acquire(a)[0] for _ in range(6)] == [200] * 5 + [429]

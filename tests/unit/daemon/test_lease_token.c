@@ -28,17 +28,22 @@ static void written_and_read_back(void **unused)
     };
     weir_limit_outcome b[1] = {
         {.requests_per_unit = 5,
+         .remaining = 3,
          .window_us = 1000000,
          .lease = 1ull << 60,
          .key = "k",
-         .key_len = 1},
+         .key_len = 1,
+         .adaptive = 42,
+         .adaptive_limit = 4},
     };
     weir_descriptor_status st[2] = {{.outcomes = a, .n_outcomes = 2},
                                     {.outcomes = b, .n_outcomes = 1}};
     weir_buf buf;
     weir_buf_init(&buf, 4096);
-    assert_int_equal(lease_token_put(&buf, st, 2), 2);
-    const char want[] = "1;2,60000000,7,01ab;5,1000000,1152921504606846976,6b";
+    assert_int_equal(lease_token_put(&buf, st, 2, 1700000000000000), 2);
+    /* the adaptive limit's lease: its id, when, and 5 - 3 in flight */
+    const char want[] =
+        "1;2,60000000,7,01ab;5,1000000,1152921504606846976,6b,42,1700000000000000,2";
     assert_int_equal(buf.len, strlen(want));
     assert_memory_equal(buf.p, want, buf.len);
     assert_true(lease_token_parse(buf.p, buf.len, &tok));
@@ -48,11 +53,23 @@ static void written_and_read_back(void **unused)
     assert_int_equal(tok.leases[0].window_us, 60000000);
     assert_int_equal(tok.leases[0].key_len, 2);
     assert_memory_equal(tok.leases[0].key, "\x01\xab", 2);
+    assert_int_equal(tok.leases[0].adaptive, 0);
     assert_int_equal(tok.leases[1].lease, 1ull << 60);
     assert_memory_equal(tok.leases[1].key, "k", 1);
+    assert_int_equal(tok.leases[1].adaptive, 42);
+    assert_int_equal(tok.leases[1].acquired_us, 1700000000000000);
+    assert_int_equal(tok.leases[1].in_flight, 2);
+    assert_false(tok.leases[1].dropped);
+    lease_token_set_dropped(&tok);
+    assert_true(tok.leases[0].dropped && tok.leases[1].dropped);
+    /* an adaptive lease followed by another */
+    assert_true(lease_token_parse("1;1,1,1,ab,9,8,7;1,1,1,cd", 25, &tok));
+    assert_int_equal(tok.n, 2);
+    assert_int_equal(tok.leases[0].in_flight, 7);
+    assert_int_equal(tok.leases[1].adaptive, 0);
     /* no lease: "1" */
     weir_buf_clear(&buf);
-    assert_int_equal(lease_token_put(&buf, st, 0), 0);
+    assert_int_equal(lease_token_put(&buf, st, 0, 1), 0);
     assert_true(buf.len == 1 && buf.p[0] == '1');
     assert_true(lease_token_parse("1", 1, &tok));
     assert_int_equal(tok.n, 0);
@@ -80,6 +97,18 @@ static void refused(void **unused)
         "1;1,1,18446744073709551616,ab",
         "1;1,1,1,ab;",
         "1;1,1,1,ab,",
+        "1;1,1,1,ab,1",
+        "1;1,1,1,ab,1,1",
+        "1;1,1,1,ab,1,1,",
+        "1;1,1,1,ab,1,1,0",
+        "1;1,1,1,ab,0,1,1",
+        "1;1,1,1,ab,1,0,1",
+        "1;1,1,1,ab,1,1,65537",
+        "1;1,1,1,ab,1,1,1,",
+        "1;1,1,1,ab,1,1,1,1",
+        "1;1,1,1,ab,1,1,1;",
+        "1;1,1,1,ab,1,9223372036854775808,1",
+        "1;1,1,1,ab,1,1,x",
         "1;-1,1,1,ab",
         "11",
     };

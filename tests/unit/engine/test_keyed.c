@@ -368,7 +368,11 @@ static held acquire(world *w, int64_t now)
 
 static weir_status release(world *w, const held *h, uint64_t limit, int64_t now)
 {
-    weir_lease l = {h->key, h->key_len, h->lease, limit, 60 * S};
+    weir_lease l = {.key = h->key,
+                    .key_len = h->key_len,
+                    .lease = h->lease,
+                    .limit = limit,
+                    .window_us = 60 * S};
     got g = {0};
     assert_int_equal(weir_engine_release(w->reader, &l, now, on_done, &g), WEIR_OK);
     if (deferred)
@@ -422,7 +426,7 @@ static void leases_taken_and_given_back(void **unused)
     assert_int_equal(release(&w, &b, 2, 62 * S), WEIR_ENOLEASE);
     assert_int_equal(acquire(&w, 62 * S).overall, WEIR_CODE_OK);
     /* refusals */
-    weir_lease bad = {a.key, 0, a.lease, 2, 60 * S};
+    weir_lease bad = {.key = a.key, .lease = a.lease, .limit = 2, .window_us = 60 * S};
     got g = {0};
     assert_int_equal(weir_engine_release(w.reader, &bad, 0, on_done, &g), WEIR_EINVAL);
     bad.key_len = a.key_len;

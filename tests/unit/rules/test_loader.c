@@ -241,6 +241,57 @@ static const err_case err_cases[] = {
      RL("      unit: second\n      algorithm: token_bucket\n      warmup: 1m\n      cold_factor: "
         "101\n"),
      8, 20, "'cold_factor' is too large: '101' (at most 100)"},
+    {"adaptive_unknown_controller",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: pid}\n"),
+     8, 30, "unknown adaptive controller 'pid' (expected aimd, vegas or gradient)"},
+    {"adaptive_without_controller",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {min: 2}\n"),
+     8, 17, "adaptive needs a 'controller' (aimd, vegas or gradient)"},
+    {"adaptive_not_a_mapping",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: gradient\n"),
+     8, 17, "'adaptive' must be a mapping"},
+    {"adaptive_on_a_bucket",
+     RL("      unit: second\n      algorithm: token_bucket\n      adaptive: {controller: aimd}\n"),
+     7, 17, "'adaptive' only applies to concurrency, not token_bucket"},
+    {"adaptive_field_of_another",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: aimd, tolerance: 1.5}\n"),
+     8, 47, "adaptive 'tolerance' does not apply to the aimd controller"},
+    {"adaptive_min_above_max",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: vegas, min: 30}\n"),
+     8, 17, "adaptive min 30 is above requests_per_unit 20"},
+    {"adaptive_initial_out_of_range",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: vegas, initial: 1, min: 2}\n"),
+     8, 17, "adaptive initial 1 must be from min 2 to requests_per_unit 20"},
+    {"adaptive_bad_smoothing",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: gradient, smoothing: 1.5}\n"),
+     8, 51, "adaptive smoothing '1.5' must be a number above 0 and at most 1"},
+    {"adaptive_junk_decimal",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: gradient, tolerance: 1e3}\n"),
+     8, 51, "adaptive tolerance '1e3' must be a number from 1 and at most 10"},
+    {"adaptive_bad_window",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: gradient, window: 2h}\n"),
+     8, 48, "adaptive window '2h' must be from 1us to 1h"},
+    {"adaptive_bad_jitter",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: gradient, probe_jitter: 2.5%}\n"),
+     8, 54, "adaptive probe_jitter '2.5%' must be a whole percentage from 0% to 100%"},
+    {"adaptive_vegas_beta",
+     RL("      unit: minute\n      requests_per_unit: 20\n      algorithm: concurrency\n      "
+        "adaptive: {controller: vegas, alpha: 5, beta: 4}\n"),
+     8, 53, "adaptive beta must be at least alpha"},
+    {"adaptive_limit_too_large",
+     RL("      unit: minute\n      requests_per_unit: 70000\n      algorithm: concurrency\n      "
+        "adaptive: {controller: aimd}\n"),
+     8, 17, "an adaptive limit's requests_per_unit (its most) must be from 1 to 65536"},
     {"sub_windows_on_bucket",
      RL("      unit: second\n      algorithm: token_bucket\n      sub_windows: 4\n"), 7, 20,
      "'sub_windows' only applies to sliding_window_counter"},

@@ -335,6 +335,7 @@
     renderRules(s);
     renderQuotas(s, prev, usable ? dt : 0);
     renderConnections(s);
+    renderAdaptive(s);
     renderTopChoice(s);
   }
 
@@ -574,6 +575,75 @@
     }
     table.append(thead, tbody);
     return table;
+  }
+
+  /* Each adaptive limit: its controller's numbers, and its limit's last
+   * changes as steps against its most. */
+  function renderAdaptive(s) {
+    const body = $('adaptive-body'), list = s.adaptive || [];
+    body.replaceChildren();
+    if (!list.length) {
+      body.append(el('p', {}, 'None in force (a concurrency limit with an adaptive: block ' +
+        'finds its limit from the time its leases are held).'));
+      return;
+    }
+    const table = el('table', { id: 'adaptive-table' });
+    table.append(el('caption', { class: 'sr-only' }, 'Adaptive concurrency limits'));
+    const head = el('tr');
+    for (const [label, num] of [['Domain', false], ['Rule', false], ['Controller', false],
+      ['Limit', true], ['Range', true], ['Time in flight', true], ['No load', true],
+      ['Samples', true], ['Dropped', true]])
+      head.append(el('th', num ? { scope: 'col', class: 'num' } : { scope: 'col' }, label));
+    const thead = el('thead');
+    thead.append(head);
+    const tbody = el('tbody');
+    for (const a of list) {
+      const tr = el('tr');
+      tr.append(el('td', {}, a.domain), el('th', { scope: 'row' }, a.rule),
+        el('td', {}, a.controller + (a.probing ? ' (probing)' : '')),
+        el('td', { class: 'num' }, count(a.limit)),
+        el('td', { class: 'num' }, count(a.min) + '–' + count(a.max)),
+        el('td', { class: 'num' }, a.samples ? seconds(a.rtt_ms / 1000) : '–'),
+        el('td', { class: 'num' }, a.noload_rtt_ms ? seconds(a.noload_rtt_ms / 1000) : '–'),
+        el('td', { class: 'num' }, count(a.samples)), el('td', { class: 'num' }, count(a.dropped)));
+      tbody.append(tr);
+    }
+    table.append(thead, tbody);
+    const wrap = el('div', { class: 'scroll' });
+    wrap.append(table);
+    body.append(wrap);
+    for (const a of list) body.append(adaptiveChart(a, s.time_ms));
+  }
+
+  /* One limit's history as steps, from its first change kept to now. */
+  function adaptiveChart(a, now) {
+    const id = 'cap-adaptive-' + a.id;
+    const fig = el('figure', { class: 'chart small' });
+    const svg = svgEl('svg', { role: 'img', 'aria-labelledby': id, focusable: 'false',
+      class: 'adaptive-chart' });
+    const cap = el('figcaption', { id, class: 'muted' },
+      a.domain + ' ' + a.rule + ': limit ' + a.limit + ' of ' + a.max + '; ' +
+      (a.history.length ? a.history.length + (a.history.length > 1 ? ' changes' : ' change') +
+        ' kept.' : 'no change yet.'));
+    fig.append(svg, cap);
+    const w = 600, h = 120, left = 56, right = 8, top = 8, bottom = 20;
+    svg.setAttribute('viewBox', '0 0 ' + w + ' ' + h);
+    const pts = a.history.length ? a.history : [[now, a.limit]];
+    const t0 = Math.min(pts[0][0], now - 1000), span = Math.max(1, now - t0);
+    const x = (t) => left + (w - left - right) * ((t - t0) / span);
+    const y = (v) => top + (h - top - bottom) * (1 - v / a.max);
+    for (const v of [0, a.max]) {
+      svg.append(svgEl('line', { class: 'axis', x1: left, x2: w - right, y1: y(v), y2: y(v) }));
+      const tx = svgEl('text', { class: 'label', x: left - 6, y: y(v) + 4, 'text-anchor': 'end' });
+      tx.textContent = count(v);
+      svg.append(tx);
+    }
+    let d = 'M' + x(pts[0][0]).toFixed(1) + ' ' + y(pts[0][1]).toFixed(1);
+    for (let i = 1; i < pts.length; i++)
+      d += 'H' + x(pts[i][0]).toFixed(1) + 'V' + y(pts[i][1]).toFixed(1);
+    d += 'H' + x(now).toFixed(1);
+    svg.append(svgEl('path', { class: 'line allowed', d }));
+    return fig;
   }
 
   function renderConnections(s) {

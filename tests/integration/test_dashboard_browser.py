@@ -49,6 +49,14 @@ domain: api
 descriptors:
   - key: user
     rate_limit: {{unit: minute, requests_per_unit: {LIMIT}}}
+  - key: backend
+    value: reports
+    rate_limit:
+      unit: minute
+      requests_per_unit: 40
+      algorithm: concurrency
+      name: reports
+      adaptive: {{controller: aimd, initial: 10, window: 1us, window_samples: 4, backoff: 0.5}}
 """
 
 ABUSER = "mallory"
@@ -192,6 +200,12 @@ def check_contrast(d, scheme):
     assert not low, f"{scheme}: text below WCAG AA 4.5:1: {low}"
 
 
+def adaptive_cells(d):
+    rows = d.find_elements(By.CSS_SELECTOR, "#adaptive-table tbody tr")
+    assert len(rows) == 1
+    return [c.text for c in rows[0].find_elements(By.CSS_SELECTOR, "td, th")]
+
+
 def test_dashboard_live_under_load(weir, browser, shots):
     d = browser
     url = f"http://127.0.0.1:{weir.admin_port}/dashboard"
@@ -211,6 +225,18 @@ def test_dashboard_live_under_load(weir, browser, shots):
     wait(d, "live", lambda: text(d, "conn-status") == "Live.")
     assert text(d, "service-status") == "ok"
     assert number(text(d, "allowed-total")) == 0
+
+    # an adaptive limit: four leases given back as dropped halve it, and
+    # its panel shows the new limit and the step
+    assert adaptive_cells(d)[:5] == ["api", "reports", "aimd", "10", "3–40"]
+    for _ in range(4):
+        lease = weir.check("api", {"backend": "reports"}, path="/v1/acquire").json()["lease"]
+        assert weir.post("/v1/release?dropped=true", {"lease": lease}).status == 200
+    wait(d, "the adaptive limit halved", lambda: adaptive_cells(d)[3] == "5")
+    assert adaptive_cells(d)[7:] == ["4", "4"]
+    assert d.find_element(By.CSS_SELECTOR, "#adaptive-body svg path.line").get_attribute("d")
+    assert d.find_element(By.CSS_SELECTOR, "#adaptive-body figcaption").text == (
+        "api reports: limit 5 of 40; 1 change kept.")
 
     with Load(weir.port) as load:
         wait(d, "allowed and denied counted",

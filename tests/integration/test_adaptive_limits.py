@@ -10,6 +10,7 @@ The AIMD controller makes the arithmetic exact: a window closes at every
 dropped, else adds 1 when the window used at least half the limit.
 """
 import subprocess
+import threading
 import time
 
 import grpc
@@ -204,3 +205,63 @@ def test_bad_adaptive_rules_are_refused(tmp_path):
     assert rc == 1 and "adaptive initial 60 must be from min 2 to requests_per_unit 50" in out, out
     rc, out = check(rules().replace("controller: aimd, initial", "controller: pid, initial", 1))
     assert rc == 1 and "unknown adaptive controller 'pid'" in out, out
+
+
+SIM_RULES = """\
+domain: svc
+descriptors:
+  - key: backend
+    value: sim
+    rate_limit:
+      unit: minute
+      requests_per_unit: 40
+      algorithm: concurrency
+      name: sim
+      adaptive: {controller: gradient, initial: 40, min: 2, window: 100ms, window_samples: 10,
+                 probe_interval: 2s, probe_samples: 10, smoothing: 0.5}
+"""
+
+
+def test_the_limit_comes_down_to_a_backends_knee(weir_factory):
+    """A simulated backend of KNEE servers: a request takes SERVICE while
+    at most KNEE are in it, longer in proportion past that (a queue).
+    Clients in a closed loop far more than it serves hold the leases; the
+    gradient controller, fed each lease's time, brings the limit from 40
+    down to about the knee (1.25 x KNEE plus its square root, 13, in
+    theory), and the requests' time stays near the service time."""
+    KNEE, SERVICE, CLIENTS, RUN = 8, 0.05, 24, 8.0
+    w = weir_factory(SIM_RULES)
+    lock = threading.Lock()
+    inside = [0]
+    took = []  # (time, seconds in the backend)
+    stop = time.monotonic() + RUN
+
+    def client():
+        while time.monotonic() < stop:
+            r = w.check("svc", {"backend": "sim"}, path="/v1/acquire")
+            if r.status != 200:
+                time.sleep(0.005)
+                continue
+            with lock:
+                inside[0] += 1
+                n = inside[0]
+            t = SERVICE * max(1.0, n / KNEE)
+            time.sleep(t)
+            with lock:
+                inside[0] -= 1
+                took.append((time.monotonic(), t))
+            assert w.post("/v1/release", {"lease": r.json()["lease"]}).status == 200
+
+    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    limit = limit_metric(w, "sim")
+    late = [t for at, t in took if at > stop - RUN / 2]
+    mean = sum(late) / len(late)
+    print(f"\nlimit {limit}, {len(took)} requests, mean time in the backend over the "
+          f"last half {mean * 1000:.0f} ms (service {SERVICE * 1000:.0f} ms)")
+    assert 4 <= limit <= 3 * KNEE, limit
+    # without the limit, 24 in a backend of 8 would take 3 x the service
+    assert mean < 2.2 * SERVICE, mean

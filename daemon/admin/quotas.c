@@ -18,6 +18,9 @@
 #include "worker.h"
 
 #define PAGE_DEFAULT 100u
+/* How long a change waits for its table to be in force before answering
+ * (a database that answered the commit answers the read at once). */
+#define QUOTA_SYNC_MS 2000
 #define PAGE_MAX 1000u
 
 struct admin_quotas {
@@ -316,8 +319,8 @@ void admin_quota_put(admin_quotas *q, http_answer *a, const weir_http1_request *
         db_failed(q, a, st);
         return;
     }
-    if (changed)
-        quota_service_poke(w->srv->quotas);
+    if (changed) /* in force here when the answer comes */
+        quota_service_sync(w->srv->quotas, QUOTA_SYNC_MS);
     answer_record(a, created ? 201 : 200, &q->before);
 }
 
@@ -345,7 +348,7 @@ void admin_quota_delete(admin_quotas *q, http_answer *a, const weir_http1_reques
         db_failed(q, a, st);
         return;
     }
-    quota_service_poke(w->srv->quotas);
+    quota_service_sync(w->srv->quotas, QUOTA_SYNC_MS);
     http_answer_respond(a, 204, NULL, NULL, "", 0);
 }
 

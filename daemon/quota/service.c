@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "common/buf.h"
@@ -34,6 +35,9 @@ struct quota_service {
     bool down_logged;
     pthread_mutex_t lock;
     quota_stats stats;
+    /* reads begun and done (under lock), for quota_service_sync() */
+    uint64_t reads_begun, reads_done;
+    pthread_cond_t read_done;
 };
 
 static void set_stats(quota_service *s, void (*fn)(quota_stats *st, void *arg), void *arg)
@@ -77,7 +81,7 @@ static void mark_loaded(quota_stats *st, void *arg)
 }
 
 /* Reads every record and puts the table in force. */
-static void load(quota_service *s)
+static void load_table(quota_service *s)
 {
     int64_t started = s->now_us(s->now_arg);
     quota_snapshot snap;
@@ -102,6 +106,20 @@ static void load(quota_service *s)
     snprintf(skipped, sizeof(skipped), "%zu", snap.skipped);
     dlog(snap.skipped ? WEIR_LOG_WARN : WEIR_LOG_DEBUG, "tenants_loaded", "tenants", tenants,
          "skipped", skipped, "first_skipped", snap.first_skipped, NULL);
+}
+
+/* load_table(), numbered: a caller of quota_service_sync() waits for a
+ * read that began after its change was committed. */
+static void load(quota_service *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = ++s->reads_begun;
+    pthread_mutex_unlock(&s->lock);
+    load_table(s);
+    pthread_mutex_lock(&s->lock);
+    s->reads_done = n;
+    pthread_cond_broadcast(&s->read_done);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events);
@@ -235,6 +253,11 @@ quota_service *quota_service_start(const char *url, weir_ctx *ctx, weir_engine *
     /* named before the database first answers: /healthz of one down at start */
     s->stats.kind = strncmp(url, "sqlite://", strlen("sqlite://")) == 0 ? "sqlite" : "postgres";
     pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t ca; /* waits measured on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->read_done, &ca);
+    pthread_condattr_destroy(&ca);
     uv_timer_init(&s->loop, &s->tick);
     s->tick.data = s;
     uv_timer_start(&s->tick, on_tick, TICK_MS, TICK_MS);
@@ -247,6 +270,7 @@ quota_service *quota_service_start(const char *url, weir_ctx *ctx, weir_engine *
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);
         pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->read_done);
         free(s->url);
         free(s);
         return NULL;
@@ -260,6 +284,31 @@ void quota_service_poke(quota_service *s)
         return;
     atomic_store(&s->poked, true);
     uv_async_send(&s->wake);
+}
+
+bool quota_service_sync(quota_service *s, int64_t timeout_ms)
+{
+    if (!s)
+        return true;
+    pthread_mutex_lock(&s->lock);
+    uint64_t want = s->reads_begun + 1;
+    pthread_mutex_unlock(&s->lock);
+    quota_service_poke(s);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(timeout_ms / 1000);
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&s->lock);
+    int rc = 0;
+    while (s->reads_done < want && rc == 0)
+        rc = pthread_cond_timedwait(&s->read_done, &s->lock, &until);
+    bool done = s->reads_done >= want;
+    pthread_mutex_unlock(&s->lock);
+    return done;
 }
 
 void quota_service_stats(quota_service *s, quota_stats *out)
@@ -279,6 +328,7 @@ void quota_service_stop(quota_service *s)
     uv_loop_close(&s->loop);
     quota_db_close(s->db);
     pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->read_done);
     free(s->url);
     free(s);
 }

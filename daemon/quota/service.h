@@ -43,6 +43,13 @@ quota_service *quota_service_start(const char *url, weir_ctx *ctx, weir_engine *
 /** Read the database again soon (a change was made here). Thread-safe. */
 void quota_service_poke(quota_service *s);
 
+/** Read the database again and wait, at most @timeout_ms, until a read
+ *  begun after this call has put its table in force (or failed): a change
+ *  committed before the call is then in force when it returns true.
+ *  Blocks the caller (the admin listener's worker, never a deciding
+ *  one). True for NULL. Thread-safe. */
+bool quota_service_sync(quota_service *s, int64_t timeout_ms);
+
 /** A copy of the statistics. Thread-safe. */
 void quota_service_stats(quota_service *s, quota_stats *out);
 

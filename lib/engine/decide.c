@@ -113,7 +113,6 @@ static void finish(decision *dc)
         bool denied = failed ? p->limit->failure_mode == WEIR_FAILURE_DENY : !r->allowed;
         uint64_t rem = failed ? 0 : r->remaining;
         int64_t reset = failed ? 0 : r->reset_after_us;
-
         weir_descriptor_status *s = &dc->st[p->desc];
         /* pending limits come descriptor by descriptor, so each
          * descriptor's outcomes are one run of the array */

@@ -144,6 +144,20 @@ def test_dropped_over_resp_and_grpc(weir, tmp_path):
         assert limit_metric(weir, "backend_quick") == 2  # max(3 x 0.5, min 2)
 
 
+def test_dropped_in_the_body_and_what_is_refused(weir):
+    _, token, _ = acquire(weir, "quick")
+    for target, body, why in [
+            ("/v1/release?dropped=yes", {"lease": token}, "one query parameter"),
+            ("/v1/release?x=1", {"lease": token}, "one query parameter"),
+            ("/v1/release", {"lease": token, "dropped": "yes"}, "must be true or false")]:
+        r = weir.post(target, body)
+        assert r.status == 400 and why in r.text(), r
+    assert limit_metric(weir, "backend_quick") == 4  # nothing learnt from those
+    r = weir.post("/v1/release", {"dropped": True, "lease": token})
+    assert r.status == 200 and r.json()["released"] == 1, r
+    assert limit_metric(weir, "backend_quick") == 2
+
+
 def test_a_lease_past_its_timeout_is_a_drop(weir):
     held = admitted(weir, 4, "quick")
     assert len(held) == 4

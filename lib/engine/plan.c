@@ -250,7 +250,7 @@ void weir__place_op(decision *dc, size_t i, size_t slot)
     op->limit = p->lim;
     op->hits = p->hits;
     op->lease = 0;
-    op->reserve = 0;
+    op->reserve = p->reserve;
     op->kind = p->kind;
     op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
     if (p->limit->sync_interval_us && dc->engine->shared_keys)
@@ -280,6 +280,15 @@ static bool keep_key(decision *dc, size_t i, const char *key, size_t len)
     dc->klen[i] = (uint32_t)len;
     dc->kused += len;
     return true;
+}
+
+/* The units the `shed:` share of limit @l keeps free from a request of
+ * priority rank @prio (weir_request.priority): ceil(share x @rpu). */
+static uint64_t shed_share(const weir_rule_limit *l, uint32_t rpu, unsigned prio)
+{
+    if (prio == 0 || prio > WEIR_RULES_MAX_PRIORITIES || !l->shed_bp[prio - 1])
+        return 0;
+    return ((uint64_t)rpu * l->shed_bp[prio - 1] + 9999u) / 10000u;
 }
 
 /* What the planning of one descriptor's limits shares. */
@@ -322,6 +331,8 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     if ((st = effective(rd, l, desc->limit, p)) != WEIR_OK)
         return weir__refuse(
             rd, st == WEIR_ERANGE ? WEIR_REFUSAL_BAD_OVERRIDE : WEIR_REFUSAL_NO_MEMORY, d);
+    p->share = shed_share(l, p->rpu, req->priority);
+    p->reserve = p->share;
     /* a request's own limit is counted in the store */
     p->cms = desc->limit ? NULL : lp->cms;
     dc->n_sketch += p->cms != NULL;

@@ -68,5 +68,8 @@ bool weir__rules_read_descriptors(yp *p, rule_list *out, unsigned depth);
 /* tenants.c: a domain's `tenants:` mapping into @out. False only when the
  * parser died. */
 bool weir__rules_read_tenants(yp *p, rules_tenants *out);
+/* shed.c: a limit's `shed:` mapping into l->shed_bp. False only when the
+ * parser died. */
+bool weir__rules_read_shed(yp *p, weir_rule_limit *l);
 
 #endif /* WEIR_RULES_YAML_WALK_H */

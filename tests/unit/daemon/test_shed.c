@@ -63,7 +63,7 @@ static void priority_of_a_request(void **unused)
                bogus = {"priority", 8, "urgent", 6};
     weir_entry two[] = {{"priority", 8, "critical", 8}, {"user", 4, "u", 1}};
     weir_descriptor d[3] = {{&user, 1, false, 0, NULL}, {&prio, 1, false, 0, NULL}};
-    weir_request r = {"api", 3, d, 1, 0};
+    weir_request r = {"api", 3, d, 1, 0, 0};
     assert_int_equal(shed_priority_of(&c, &r, -1), 1); /* the default */
     assert_int_equal(shed_priority_of(&c, &r, 0), 0);  /* the protocol's */
     r.n_descriptors = 2;

@@ -119,6 +119,8 @@ def test_a_descriptor_names_the_priority_and_batches_shed_items(weir_factory):
     items = r.json()["decisions"]
     assert [("error" in d and d["error"]["status"]) or 200 for d in items] == [200] * 5 + [503]
     assert shed_metric(w, "sheddable") == 3 and shed_metric(w, "test") == 1
+    # the shares by priority rank in the rules' text
+    assert " shed=3:50.00%,4:100.00%" in w.rules_text()
 
 
 def test_grpc_and_resp_answer_overloaded(weir_factory, pb, tmp_path):

@@ -249,6 +249,38 @@ static void a_concurrency_limit_keeps_slots(void **unused)
     close_world(&w);
 }
 
+/* A descriptor denied by a share and by another limit itself is over its
+ * limit, not shed: the share's outcome says shed, the limit's does not. */
+static void a_limit_itself_outweighs_a_share(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: api\n"
+                   "descriptors:\n"
+                   "  - key: user\n"
+                   "    rate_limits:\n"
+                   "      - {unit: hour, requests_per_unit: 20, shed: {sheddable: 50%}}\n"
+                   "      - {unit: hour, requests_per_unit: 10}\n");
+    weir_entry e[] = {E("user", "bob")};
+    weir_descriptor d = {e, 1, false, 0, NULL};
+    weir_request req = {"api", 3, &d, 1, 1, SHEDDABLE};
+    weir_descriptor_status st[1];
+    outcome o;
+    for (int i = 0; i < 11; i++) {
+        memset(&o, 0, sizeof(o));
+        assert_int_equal(weir_engine_decide(w.reader, &req, 1000, st, on_decided, &o), WEIR_OK);
+        settle(&w);
+        assert_int_equal(o.calls, 1);
+        assert_int_equal(o.overall, i < 10 ? WEIR_CODE_OK : WEIR_CODE_OVER_LIMIT);
+    }
+    assert_int_equal(st[0].code, WEIR_CODE_OVER_LIMIT);
+    assert_false(st[0].shed);
+    assert_int_equal(o.n_first, 2);
+    assert_true(o.first[0].denied && o.first[0].shed);
+    assert_true(o.first[1].denied && !o.first[1].shed);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest loading[] = {
@@ -260,6 +292,7 @@ int main(void)
         cmocka_unit_test(a_window_keeps_its_share),
         cmocka_unit_test(a_changed_share_keeps_the_counter),
         cmocka_unit_test(a_concurrency_limit_keeps_slots),
+        cmocka_unit_test(a_limit_itself_outweighs_a_share),
     };
     int failed = cmocka_run_group_tests_name("loading", loading, NULL, NULL);
     failed += cmocka_run_group_tests_name("memory store", tests, world_use_memory, NULL);

@@ -402,8 +402,8 @@ static weir_rule_limit *read_rate_limit(yp *p)
             ERR(p, at[RL_UNIT], "should not specify rate limit unit when unlimited");
         if (has_window)
             ERR(p, at[RL_WINDOW], "should not specify rate limit window when unlimited");
-        static const enum rl_field moot[] = {RL_ALGORITHM, RL_BURST,       RL_SUB_WINDOWS,
-                                             RL_WARMUP,    RL_COLD_FACTOR, RL_SHED};
+        static const enum rl_field moot[] = {RL_ALGORITHM, RL_BURST, RL_SUB_WINDOWS, RL_WARMUP,
+                                             RL_COLD_FACTOR};
         for (size_t i = 0; i < sizeof(moot) / sizeof(moot[0]); i++) {
             if (seen & (UINT64_C(1) << moot[i]))
                 ERR(p, at[moot[i]], "'%s' has no effect when unlimited", rl_names[moot[i]]);
@@ -438,8 +438,10 @@ static weir_rule_limit *read_rate_limit(yp *p)
         l->sync_interval_us = sync_us;
     if (l->sketch_bytes)
         check_sketch(p, l, at[RL_SKETCH], sync_local);
-    if (l->sketch_bytes && (seen & (UINT64_C(1) << RL_SHED)))
-        ERR(p, at[RL_SHED], "'shed' does not apply to a 'sketch' limit: a sketch keeps no reserve");
+    if ((seen & (UINT64_C(1) << RL_SHED)) && (l->unlimited || l->sketch_bytes))
+        ERR(p, at[RL_SHED], "'shed' %s",
+            l->unlimited ? "has no effect when unlimited"
+                         : "does not apply to a 'sketch' limit: a sketch keeps no reserve");
     if (!l->unlimited) {
         if ((seen & (UINT64_C(1) << RL_SUB_WINDOWS)) && l->algorithm != WEIR_ALGO_SLIDING_COUNTER)
             ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");

@@ -79,7 +79,8 @@ def test_critical_keeps_its_share_under_overload(weir_factory):
                              headers={"Weir-Priority": prio})
             got[prio].append((r.status, r.header("Retry-After"), r.body))
     want = model(order, CAPACITY, SHEDDABLE_SHARE)
-    assert [s for s, _, _ in got["critical"]] == [x for p, x in zip(order, want) if p == "critical"]
+    assert [s for s, _, _ in got["critical"]] == [x for p, x in zip(order, want)
+                                                  if p == "critical"]
     assert [s for s, _, _ in got["sheddable"]] == [x for p, x in zip(order, want)
                                                    if p == "sheddable"]
     # the issue's target: critical keeps 99% success, sheddable takes the shedding
@@ -119,6 +120,16 @@ def test_a_descriptor_names_the_priority_and_batches_shed_items(weir_factory):
     items = r.json()["decisions"]
     assert [("error" in d and d["error"]["status"]) or 200 for d in items] == [200] * 5 + [503]
     assert shed_metric(w, "sheddable") == 3 and shed_metric(w, "test") == 1
+    # a descriptor over its limit itself makes the request's answer 429;
+    # the one shed by its share says so
+    crit = {"Weir-Priority": "critical"}
+    assert [w.get("/v1/check?domain=api&small=x", headers=crit).status
+            for _ in range(10)] == [200] * 10
+    r = w.check("api", {"small": "x"}, {"small": "b"}, prio)  # b: 5 of 10 taken
+    assert r.status == 429, r
+    st = r.json()["statuses"]
+    assert "shed" not in st[0] and st[1]["shed"] is True and st[1]["code"] == "OVER_LIMIT"
+    assert shed_metric(w, "sheddable") == 3
     # the shares by priority rank in the rules' text
     assert " shed=3:50.00%,4:100.00%" in w.rules_text()
 

@@ -323,10 +323,10 @@ void metrics_connection_evicted(metrics_shard *s, metrics_proto proto)
     atomic_fetch_add_explicit(&s->evicted[proto], 1, memory_order_relaxed);
 }
 
-void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio)
+void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio, metrics_shed_cause cause)
 {
-    if (prio < SHED_MAX_PRIORITIES)
-        atomic_fetch_add_explicit(&s->shed[proto][prio], 1, memory_order_relaxed);
+    if (prio < SHED_MAX_PRIORITIES && (unsigned)cause < SHED_CAUSE_N)
+        atomic_fetch_add_explicit(&s->shed[proto][cause][prio], 1, memory_order_relaxed);
 }
 
 void metrics_set_shed(metrics *m, const shed_config *c)
@@ -338,20 +338,24 @@ static void render_shed(metrics *m, weir_buf *b)
 {
     if (!m->shed)
         return;
+    static const char *const causes[SHED_CAUSE_N] = {"overload", "share"};
     metrics_header(b, "weir_shed_total", "counter",
-                   "Requests weir answered overloaded instead of deciding them, by protocol and "
-                   "priority (--shed-lag).");
+                   "Requests weir answered overloaded, by protocol, cause and priority: weir "
+                   "shedding its own load (overload, --shed-lag), or a limit keeping its share "
+                   "for more important priorities (share, a rule's shed:).");
     for (int p = 0; p < PROTO_N; p++)
-        for (unsigned i = 0; i < m->shed->n; i++) {
-            uint64_t v = 0;
-            for (unsigned k = 0; k < m->n_shards; k++)
-                v += atomic_load_explicit(&m->shards[k].shed[p][i], memory_order_relaxed);
-            weir_buf_printf(b, "weir_shed_total{protocol=\"%s\",priority=\"", proto_names[p]);
-            metrics_put_label(b, m->shed->names[i]);
-            weir_buf_puts(b, "\"} ");
-            weir_buf_put_u64(b, v);
-            weir_buf_putc(b, '\n');
-        }
+        for (int c = 0; c < SHED_CAUSE_N; c++)
+            for (unsigned i = 0; i < m->shed->n; i++) {
+                uint64_t v = 0;
+                for (unsigned k = 0; k < m->n_shards; k++)
+                    v += atomic_load_explicit(&m->shards[k].shed[p][c][i], memory_order_relaxed);
+                weir_buf_printf(b, "weir_shed_total{protocol=\"%s\",cause=\"%s\",priority=\"",
+                                proto_names[p], causes[c]);
+                metrics_put_label(b, m->shed->names[i]);
+                weir_buf_puts(b, "\"} ");
+                weir_buf_put_u64(b, v);
+                weir_buf_putc(b, '\n');
+            }
 }
 
 void metrics_refused(metrics_shard *s, metrics_proto proto, weir_refusal_code why)

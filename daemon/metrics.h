@@ -80,8 +80,15 @@ typedef void metrics_emit_fn(void *arg, const char *prefix, const char *key, con
  *  time: the statsd sink. */
 void metrics_deltas(metrics *m, metrics_emit_fn *emit, void *arg);
 
-/** A request weir shed itself (shed.h), of priority @prio. */
-void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio);
+/** Why a request was answered "overloaded" (weir_shed_total's cause). */
+typedef enum metrics_shed_cause {
+    SHED_CAUSE_OVERLOAD, /* weir shed it itself: its event loop lags (shed.h) */
+    SHED_CAUSE_SHARE,    /* a limit kept its share for more important priorities */
+    SHED_CAUSE_N
+} metrics_shed_cause;
+
+/** A request of priority @prio answered "overloaded", for @cause. */
+void metrics_shed(metrics_shard *s, metrics_proto proto, unsigned prio, metrics_shed_cause cause);
 /** The priorities' names for weir_shed_total's labels (kept, not copied). */
 struct shed_config;
 void metrics_set_shed(metrics *m, const struct shed_config *c);

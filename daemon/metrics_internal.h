@@ -78,8 +78,8 @@ struct metrics_shard {
     _Atomic uint64_t evicted[PROTO_N];
     /* requests the engine refused, by weir_refusal_code */
     _Atomic uint64_t refused[PROTO_N][METRICS_REFUSALS];
-    /* requests weir shed itself, by priority (shed.h) */
-    _Atomic uint64_t shed[PROTO_N][SHED_MAX_PRIORITIES];
+    /* requests answered "overloaded", by cause and priority (shed.h) */
+    _Atomic uint64_t shed[PROTO_N][SHED_CAUSE_N][SHED_MAX_PRIORITIES];
 };
 
 struct metrics {

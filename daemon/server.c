@@ -163,8 +163,19 @@ static bool warnings_pass(server *s, const weir_rules *rules, weir_buf *why)
 static weir_rules *load(server *s, bool from_path, const weir_rules_doc *docs, size_t n_docs,
                         weir_buf *why)
 {
-    weir_rules_options ro = {sizeof(ro), s->opt.merge_domains, s->opt.default_algorithm, 0,
-                             0,          s->opt.failure_mode,  s->opt.shadow_mode};
+    /* `shed:` names the priorities of --priorities */
+    const char *prio[SHED_MAX_PRIORITIES];
+    for (unsigned i = 0; i < s->opt.shed.n; i++)
+        prio[i] = s->opt.shed.names[i];
+    weir_rules_options ro = {sizeof(ro),
+                             s->opt.merge_domains,
+                             s->opt.default_algorithm,
+                             0,
+                             0,
+                             s->opt.failure_mode,
+                             s->opt.shadow_mode,
+                             prio,
+                             s->opt.shed.n};
     weir_rules_error *errs = calloc(MAX_LOGGED_ERRORS, sizeof(*errs));
     if (!errs)
         return NULL;

@@ -114,6 +114,21 @@ unsigned shed_priority_of(const shed_config *c, const weir_request *req, int giv
     return c->dflt;
 }
 
+bool shed_by_share(const shed_config *c, const weir_request *req, weir_code overall,
+                   const weir_descriptor_status *st, size_t n, char *msg, size_t cap)
+{
+    if (overall != WEIR_CODE_OVER_LIMIT || req->priority == 0 || req->priority > c->n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (st[i].code == WEIR_CODE_OVER_LIMIT && !st[i].shed)
+            return false;
+    snprintf(msg, cap,
+             "weir is overloaded: %s requests are shed (the limit keeps the rest for more "
+             "important ones)",
+             c->names[req->priority - 1]);
+    return true;
+}
+
 void shed_tick(shed_monitor *m, uint64_t now_ms)
 {
     int64_t late_us = m->due_ms && now_ms > m->due_ms ? (int64_t)(now_ms - m->due_ms) * 1000 : 0;

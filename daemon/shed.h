@@ -17,6 +17,13 @@
  * drops its least important checks first, so the rest keep their latency
  * instead of all of them timing out. A priority without a lag is never
  * shed (critical, by default).
+ *
+ * The fleet's shedding is the rules': a limit's `shed:` keeps a share of
+ * it free for more important priorities (weir_rule_limit.shed_bp). The
+ * request's priority goes to the engine as its rank (weir_request.
+ * priority, set by each protocol from shed_priority_of()), and a request
+ * denied only by shares is answered "overloaded" as above, not "over
+ * limit" (shed_by_share()).
  */
 #ifndef WEIR_DAEMON_SHED_H
 #define WEIR_DAEMON_SHED_H
@@ -55,6 +62,14 @@ int shed_priority_named(const shed_config *c, const char *p, size_t n);
  *  header's, or -1 when none), else a descriptor naming one, else the
  *  default. A name that is not a priority counts as none. */
 unsigned shed_priority_of(const shed_config *c, const weir_request *req, int given);
+
+/** Whether a decision of @req (@overall, @n statuses @st) was denied
+ *  only by the shares its priority leaves free: every descriptor over its
+ *  limit is so by shares alone (weir_descriptor_status.shed). Then @msg
+ *  says so, in the words of every protocol's "overloaded" answer. A
+ *  denial by any limit itself stays "over limit". */
+bool shed_by_share(const shed_config *c, const weir_request *req, weir_code overall,
+                   const weir_descriptor_status *st, size_t n, char *msg, size_t cap);
 
 /** One worker's lag monitor. */
 typedef struct shed_monitor {

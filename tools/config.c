@@ -23,24 +23,50 @@ typedef struct config_args {
     const char *path;
     weir_rules_options opts;
     bool strict;
+    /* --priorities, the names `shed:` may use (opts.priorities) */
+    char names[WEIR_RULES_MAX_PRIORITIES][WEIR_RULES_MAX_PRIORITY_BYTES];
+    const char *priorities[WEIR_RULES_MAX_PRIORITIES];
 } config_args;
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: weir config check|print [--merge] [--strict] [--default-algorithm NAME] PATH\n"
-            "\n"
-            "  check   load PATH (a rule file, or a directory of *.yaml / *.yml) and print\n"
-            "          every problem as file:line:column: message (exit 1), or a\n"
-            "          summary of the domains and rules (exit 0)\n"
-            "  print   print the compiled rules, one line per limit\n"
-            "\n"
-            "  --merge                   files of one domain merge instead of being an error\n"
-            "  --strict                  warnings fail the check too (exit 1): for CI\n"
-            "  --default-algorithm NAME  algorithm of limits without `algorithm:`\n"
-            "                            (default fixed_window, upstream's)\n"
-            "\n"
-            "example: weir config check examples/rules.yaml\n");
+    fprintf(f, "usage: weir config check|print [--merge] [--strict] [--default-algorithm NAME]\n"
+               "                               [--priorities LIST] PATH\n"
+               "\n"
+               "  check   load PATH (a rule file, or a directory of *.yaml / *.yml) and print\n"
+               "          every problem as file:line:column: message (exit 1), or a\n"
+               "          summary of the domains and rules (exit 0)\n"
+               "  print   print the compiled rules, one line per limit\n"
+               "\n"
+               "  --merge                   files of one domain merge instead of being an error\n"
+               "  --strict                  warnings fail the check too (exit 1): for CI\n"
+               "  --default-algorithm NAME  algorithm of limits without `algorithm:`\n"
+               "                            (default fixed_window, upstream's)\n"
+               "  --priorities LIST         the priorities `shed:` names, as weir serve's\n"
+               "                            (default critical,normal,sheddable,test)\n"
+               "\n"
+               "example: weir config check examples/rules.yaml\n");
+}
+
+/* --priorities' comma-separated names into @a; false when they are too
+ * many or too long (the loader checks the rest). */
+static bool read_priorities(config_args *a, const char *list)
+{
+    size_t n = 0;
+    for (const char *p = list;; n++) {
+        size_t len = strcspn(p, ",");
+        if (n == WEIR_RULES_MAX_PRIORITIES || len >= WEIR_RULES_MAX_PRIORITY_BYTES)
+            return false;
+        memcpy(a->names[n], p, len);
+        a->names[n][len] = '\0';
+        a->priorities[n] = a->names[n];
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
+    a->opts.priorities = a->priorities;
+    a->opts.n_priorities = n + 1;
+    return true;
 }
 
 static int parse_args(int argc, char **argv, config_args *a)
@@ -58,6 +84,14 @@ static int parse_args(int argc, char **argv, config_args *a)
         } else if (strcmp(argv[i], "--default-algorithm") == 0 && i + 1 < argc) {
             if (weir_algorithm_parse(argv[++i], &a->opts.default_algorithm) != WEIR_OK) {
                 fprintf(stderr, "weir config: unknown algorithm '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--priorities") == 0 && i + 1 < argc) {
+            if (!read_priorities(a, argv[++i])) {
+                fprintf(stderr,
+                        "weir config: --priorities: at most %u names of at most %u "
+                        "bytes each\n",
+                        WEIR_RULES_MAX_PRIORITIES, WEIR_RULES_MAX_PRIORITY_BYTES - 1);
                 return 2;
             }
         } else if (argv[i][0] == '-') {

@@ -84,7 +84,7 @@ static inline void workload_decide(workload *w, workload_name *names, const uint
         weir_descriptor d[3] = {{user, 1, false, 0, w->user_override},
                                 {path, 1, false, 0, NULL},
                                 {plan, 1, false, 0, NULL}};
-        weir_request req = {"api", 3, d, 3, 1};
+        weir_request req = {"api", 3, d, 3, 1, 0};
         weir_engine_decide(w->reader, &req, w->t_us++, st, workload_on_decided, &overall);
         w->over += overall != WEIR_CODE_OK;
     }

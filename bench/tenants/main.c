@@ -199,7 +199,7 @@ static void decide(setting *s, workload_name *names, const uint8_t *lens, uint32
     for (uint32_t i = from; i < from + n; i++) {
         weir_entry e[2] = {{"api_key", 7, names[i], lens[i]}, {"endpoint", 8, "/orders", 7}};
         weir_descriptor d[2] = {{e, 1, false, 0, NULL}, {e, 2, false, 0, NULL}};
-        weir_request req = {"api", 3, d, variant == PAIR ? 2 : 1, 1};
+        weir_request req = {"api", 3, d, variant == PAIR ? 2 : 1, 1, 0};
         weir_engine_decide(s->reader, &req, s->t_us++, st, workload_on_decided, &overall);
         s->over += overall != WEIR_CODE_OK;
     }

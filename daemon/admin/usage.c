@@ -200,7 +200,7 @@ void admin_usage_get(admin_quotas *q, http_answer *a, const weir_http1_request *
             add_scope(&s, tkey, key, len, sc, (size_t)(colon - sc), colon + 1, strlen(colon + 1));
     }
     const char *dname = weir_rules_domain_name(dom);
-    weir_request r = {dname, strlen(dname), s.d, s.n, 0};
+    weir_request r = {dname, strlen(dname), s.d, s.n, 0, 0};
     usage_req u = {a};
     /* the call copies the request: the rules may go now */
     call *c = call_new(a->conn, &usage_ops, &r, sizeof(u), a->t0_ns);

@@ -110,6 +110,16 @@ static void on_decided(call *c, weir_code overall, const weir_descriptor_status 
     rls_call *rc = c->data;
     worker *w = c->conn->w;
     grpc_calls *gc = rc->gc;
+    char msg[192];
+    if (!rc->settle &&
+        shed_by_share(&w->srv->opt.shed, &c->req, overall, st, n, msg, sizeof(msg))) {
+        /* as weir's own shedding answers: no lease, no decision counted */
+        metrics_shed(w->metrics, PROTO_GRPC, c->req.priority - 1, SHED_CAUSE_SHARE);
+        answer(&rc->s, WEIR_GRPC_UNAVAILABLE, msg, NULL);
+        if (!c->deciding)
+            conn_kick(c->conn);
+        return;
+    }
     if (!rc->settle)
         metrics_decision(w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
@@ -176,7 +186,7 @@ static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall,
     unsigned prio = shed_priority_of(sc, req, -1);
     if (shed_now(sc, &w->lag, prio)) {
         char msg[160];
-        metrics_shed(w->metrics, PROTO_GRPC, prio);
+        metrics_shed(w->metrics, PROTO_GRPC, prio, SHED_CAUSE_OVERLOAD);
         snprintf(msg, sizeof(msg), "weir is overloaded: %s requests are shed", sc->names[prio]);
         answer(s, WEIR_GRPC_UNAVAILABLE, msg, NULL);
         return;
@@ -186,6 +196,7 @@ static void decide(grpc_calls *gc, const stream *s, const weir_grpc_call *gcall,
         answer(s, WEIR_GRPC_RESOURCE_EXHAUSTED, "out of memory", NULL);
         return;
     }
+    c->req.priority = prio + 1; /* the limits' shares (shed:) */
     rls_call *rc = c->data;
     rc->s = *s;
     rc->gc = gc;

@@ -19,11 +19,40 @@ static void kick(const call *c)
         conn_kick(c->conn);
 }
 
+/* 503, "overloaded": ask again in @retry_s seconds. */
+static void answer_overloaded(http_answer *a, const char *msg, int64_t retry_s)
+{
+    worker *w = a->conn->w;
+    char secs[24];
+    int len = snprintf(secs, sizeof(secs), "%lld", (long long)(retry_s < 1 ? 1 : retry_s));
+    weir_headers_clear(&w->headers);
+    weir_headers_add(&w->headers, "Retry-After", 11, secs, (size_t)len);
+    weir_buf_clear(&w->body);
+    weir_api_render_error(&w->body, 503, msg);
+    http_answer_respond(a, 503, "application/problem+json", &w->headers, w->body.p, w->body.len);
+}
+
+bool http_shed_by_share(call *c, const weir_api_decision *dec, char *msg, size_t cap)
+{
+    worker *w = c->conn->w;
+    if (!shed_by_share(&w->srv->opt.shed, &c->req, dec->overall, dec->statuses, dec->n, msg, cap))
+        return false;
+    metrics_shed(w->metrics, PROTO_HTTP, c->req.priority - 1, SHED_CAUSE_SHARE);
+    return true;
+}
+
 static void on_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     route_call *rc = c->data;
-    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
+    char msg[192];
+    if (http_shed_by_share(c, &dec, msg, sizeof(msg))) {
+        /* not a decision's denial: answered as weir's own shedding is */
+        answer_overloaded(rc->a, msg, weir_api_retry_after_s(&dec));
+        kick(c);
+        return;
+    }
+    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     rc->answer(rc->a, &c->req, &dec, c->now_us);
     kick(c);
 }
@@ -61,15 +90,15 @@ static int refusal(worker *w, weir_status st, char *msg, size_t cap)
     return why.code == WEIR_REFUSAL_OVERRIDE_REFUSED ? 403 : 400;
 }
 
-/* Whether @req is shed (shed.h): then @msg says why (the status is 503). */
-static bool shed(http_answer *a, const weir_request *req, char *msg, size_t cap)
+/* Whether a request of priority @p is shed (shed.h): then @msg says why
+ * (the status is 503). */
+static bool shed(http_answer *a, unsigned p, char *msg, size_t cap)
 {
     worker *w = a->conn->w;
     const shed_config *sc = &w->srv->opt.shed;
-    unsigned p = shed_priority_of(sc, req, a->priority);
     if (!shed_now(sc, &w->lag, p))
         return false;
-    metrics_shed(w->metrics, PROTO_HTTP, p);
+    metrics_shed(w->metrics, PROTO_HTTP, p, SHED_CAUSE_OVERLOAD);
     snprintf(msg, cap,
              "weir is overloaded: %s requests are shed (its event loop runs %lld ms behind)",
              sc->names[p], (long long)(w->lag.lag_us / 1000));
@@ -80,12 +109,14 @@ static bool shed(http_answer *a, const weir_request *req, char *msg, size_t cap)
 static int start(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
                  size_t data_bytes, bool settle, uint64_t cost, char *msg, size_t cap)
 {
-    if (shed(a, req, msg, cap))
-        return 503;
     worker *w = a->conn->w;
+    unsigned p = shed_priority_of(&w->srv->opt.shed, req, a->priority);
+    if (shed(a, p, msg, cap))
+        return 503;
     call *c = call_new(a->conn, ops, req, data_bytes, a->t0_ns);
     if (!c)
         return refusal(w, WEIR_ENOMEM, msg, cap);
+    c->req.priority = p + 1; /* the limits' shares (shed:) */
     memcpy(c->data, data, data_bytes);
     c->settle = settle;
     c->cost = cost;
@@ -113,13 +144,7 @@ static void decide_or_settle(http_answer *a, const weir_request *req, http_answe
                        cost, msg, sizeof(msg));
     if (status == 503) {
         /* overloaded (or out of memory): ask again in a second */
-        worker *w = a->conn->w;
-        weir_headers_clear(&w->headers);
-        weir_headers_add(&w->headers, "Retry-After", 11, "1", 1);
-        weir_buf_clear(&w->body);
-        weir_api_render_error(&w->body, 503, msg);
-        http_answer_respond(a, 503, "application/problem+json", &w->headers, w->body.p,
-                            w->body.len);
+        answer_overloaded(a, msg, 1);
     } else if (status) {
         http_answer_problem(a, status, msg);
     }

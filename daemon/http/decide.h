@@ -31,6 +31,11 @@ void http_settle(http_answer *a, const weir_request *req, uint64_t cost, http_an
 int http_decide_call(http_answer *a, const weir_request *req, const call_ops *ops, const void *data,
                      size_t data_bytes, char *msg, size_t cap);
 
+/** Whether @dec, call @c's decision, was denied only by the shares of its
+ *  request's priority (shed_by_share()): then it is counted as shed and
+ *  @msg says why; the caller answers 503, never 429. */
+bool http_shed_by_share(call *c, const weir_api_decision *dec, char *msg, size_t cap);
+
 /** The rate limit headers of @dec into the worker's header list. */
 void http_render_headers(worker *w, const weir_api_decision *dec, int64_t now_us);
 

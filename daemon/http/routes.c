@@ -428,11 +428,15 @@ static void batch_item_done(batch *b)
 static void on_item_decided(call *c, weir_code overall, const weir_descriptor_status *st, size_t n)
 {
     batch_call *bc = c->data;
-    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     weir_api_decision dec = {overall, st, n};
     weir_buf *out = &bc->b->items[bc->i];
+    char msg[192];
+    if (http_shed_by_share(c, &dec, msg, sizeof(msg))) {
+        item_error(out, 503, msg);
+        return;
+    }
+    metrics_decision(c->conn->w->metrics, &c->req, st, n, c->now_us);
     if (n && st[0].domain_not_found) {
-        char msg[192];
         http_unknown_domain_text(&c->req, msg, sizeof(msg));
         item_error(out, 404, msg);
     } else {

@@ -295,8 +295,18 @@ static void check_reply(call *k, weir_code overall, const weir_descriptor_status
 {
     const check_call *cc = k->data;
     weir_buf *b = resp_target_buf(&cc->t);
+    worker *w = k->conn->w;
+    char msg[192];
+    if (!cc->settle &&
+        shed_by_share(&w->srv->opt.shed, &k->req, overall, st, n, msg, sizeof(msg))) {
+        /* as weir's own shedding answers: no lease, no decision counted */
+        metrics_shed(w->metrics, PROTO_RESP, k->req.priority - 1, SHED_CAUSE_SHARE);
+        weir_resp_errorf(b, "BUSY %s", msg);
+        target_done(&cc->t, k);
+        return;
+    }
     if (!cc->settle)
-        metrics_decision(k->conn->w->metrics, &k->req, st, n, k->now_us);
+        metrics_decision(w->metrics, &k->req, st, n, k->now_us);
     if (n > 0 && st[0].domain_not_found) {
         weir_resp_errorf(b, "ERR unknown domain '%.*s'",
                          (int)(k->req.domain_len > 120 ? 120 : k->req.domain_len), k->req.domain);
@@ -435,7 +445,7 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
     const shed_config *sc = &w->srv->opt.shed;
     unsigned prio = shed_priority_of(sc, &req, -1);
     if (shed_now(sc, &w->lag, prio)) {
-        metrics_shed(w->metrics, PROTO_RESP, prio);
+        metrics_shed(w->metrics, PROTO_RESP, prio, SHED_CAUSE_OVERLOAD);
         weir_resp_errorf(resp_out(c), "BUSY weir is overloaded: %s requests are shed",
                          sc->names[prio]);
         return;
@@ -449,6 +459,7 @@ static void check(resp_conn *c, const weir_resp_arg *argv, size_t argc, bool pee
         return;
     }
     memcpy(k->data, &cc, sizeof(cc));
+    k->req.priority = prio + 1; /* the limits' shares (shed:) */
     k->settle = settle;
     k->cost = cost;
     start(k, engine_refusal);

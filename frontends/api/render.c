@@ -83,6 +83,10 @@ static void render_status(weir_buf *b, const weir_descriptor_status *s)
         obj_key(&o, "local");
         put_bool(b, true);
     }
+    if (s->shed) {
+        obj_key(&o, "shed");
+        put_bool(b, true);
+    }
     obj_close(&o);
 }
 

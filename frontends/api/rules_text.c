@@ -38,6 +38,11 @@ static void put_limit(weir_buf *b, const weir_rule *r, const weir_rule_limit *l,
             weir_buf_printf(b, " sync=local sync_interval_us=%lld", (long long)l->sync_interval_us);
         if (l->sketch_bytes)
             weir_buf_printf(b, " sketch_bytes=%zu", l->sketch_bytes);
+        /* `shed:` by priority rank (1 the most important): shed=3:30.00% */
+        for (unsigned i = 0, n = 0; i < WEIR_RULES_MAX_PRIORITIES; i++)
+            if (l->shed_bp[i])
+                weir_buf_printf(b, "%s%u:%u.%02u%%", n++ ? "," : " shed=", i + 1,
+                                l->shed_bp[i] / 100u, l->shed_bp[i] % 100u);
     }
     if (l->name)
         weir_buf_printf(b, " name=%s", l->name);

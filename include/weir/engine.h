@@ -100,6 +100,12 @@ typedef struct weir_request {
     size_t n_descriptors;
     /** Hits for descriptors without their own; 0 means 1. */
     uint64_t hits;
+    /** Since 0.2. The rank of the request's priority among the rules'
+     *  priorities (weir_rules_options.priorities): 1 is the most
+     *  important; 0 is none, and no limit's `shed:` share applies. A
+     *  limit with a share for this priority admits the request only if
+     *  that share of the limit stays free after it. */
+    unsigned priority;
 } weir_request;
 
 typedef enum weir_code { WEIR_CODE_OK = 1, WEIR_CODE_OVER_LIMIT = 2 } weir_code;
@@ -149,6 +155,10 @@ typedef struct weir_limit_outcome {
      *  adaptive_limit. */
     uint64_t adaptive;
     uint32_t adaptive_limit;
+    /** Since 0.2. Denied by the request's priority's `shed:` share of
+     *  this limit, not by the limit itself: the request would have been
+     *  admitted had the share not been kept free (denied is then true). */
+    bool shed;
 } weir_limit_outcome;
 
 /** The verdict for one descriptor, in request order. */
@@ -184,6 +194,12 @@ typedef struct weir_descriptor_status {
     /** The request's domain has no rules (every status is then OK with no
      *  limit, as upstream answers). */
     bool domain_not_found;
+    /** Since 0.2. The code is OVER_LIMIT only because of the request's
+     *  priority: every limit of the descriptor that denied it did so by
+     *  its `shed:` share (weir_limit_outcome.shed). A caller that sheds
+     *  load answers such a request "overloaded" rather than "over limit"
+     *  when every descriptor that denied it says so. */
+    bool shed;
     /** Every limit tested for this descriptor (n_outcomes of them, in rule
      *  order); valid until the callback returns. */
     const weir_limit_outcome *outcomes;

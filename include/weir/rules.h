@@ -47,6 +47,8 @@ extern "C" {
 #define WEIR_RULES_MAX_REPLACES 1024u                   /* entries of one `replaces:` list */
 #define WEIR_RULES_MAX_TIERS 64u                        /* tiers of one domain */
 #define WEIR_RULES_MAX_TIER_NAME_BYTES 64u              /* a tier's name */
+#define WEIR_RULES_MAX_PRIORITIES 8u                    /* options.priorities (Since 0.2) */
+#define WEIR_RULES_MAX_PRIORITY_BYTES 32u               /* one priority's name, with its NUL */
 
 /** Sizes of the text fields of weir_rules_error (longer text is cut). */
 #define WEIR_RULES_ERROR_FILE_BYTES 512u
@@ -172,6 +174,15 @@ typedef struct weir_rule_limit {
      *  time the leases are held (weir/adaptive.h; docs/CONFIG.md); its
      *  max_limit is requests_per_unit. NULL for a fixed limit. */
     const weir_adaptive_options *adaptive;
+    /** Since 0.2. `shed:` the share of the limit each priority must leave
+     *  free, in hundredths of a percent (0 .. 10000), by rank: [0] is the
+     *  most important priority's (weir_rules_options.priorities). A
+     *  request of rank r (weir_request.priority, r >= 1) is admitted only
+     *  if ceil(shed_bp[r - 1] x requests_per_unit / 10000) units stay free
+     *  after it; for a concurrency limit, that many of its in-flight
+     *  slots. All 0 without `shed:`. Not part of the limit's identity: a
+     *  counter keeps its state when only the shares change. */
+    uint16_t shed_bp[WEIR_RULES_MAX_PRIORITIES];
 } weir_rule_limit;
 
 /** Load options. NULL means all defaults. */
@@ -195,6 +206,14 @@ typedef struct weir_rules_options {
      *  `shadow_mode: true` (upstream's global SHADOW_MODE): decisions are
      *  counted and reported ("would deny") and never deny. */
     bool shadow_mode;
+    /** Since 0.2. The request priorities `shed:` names, most important
+     *  first (n_priorities of them, 1 .. WEIR_RULES_MAX_PRIORITIES, each
+     *  [a-z0-9_-], 1 .. WEIR_RULES_MAX_PRIORITY_BYTES - 1 bytes, no name
+     *  twice); borrowed for the load. NULL and 0: critical, normal,
+     *  sheddable, test. A priority's rank (weir_request.priority) is its
+     *  index here plus one. */
+    const char *const *priorities;
+    size_t n_priorities;
 } weir_rules_options;
 
 /** One problem found while loading. */

@@ -100,6 +100,22 @@ static bool stricter(bool a_denied, uint64_t a_rem, bool b_denied, uint64_t b_re
     return a_rem < b_rem;
 }
 
+/* Whether limit @p, denied by the store through @op, was denied by its
+ * share alone: it would have admitted with the rest of its reserve. A TAKE
+ * with a reserve is denied with the check of hits + reserve
+ * (weir_step_reserve()), whose remaining is what the key holds free: at
+ * least the hits plus the other reserve means the limit itself had room.
+ * Exact for every algorithm but a warm-up's token bucket, whose cost is
+ * rounded per request: there a share's denial may read as the limit's,
+ * never the other way. */
+static bool shed_only(const pending *p, const weir_op *op)
+{
+    if (!p->share || op->kind != WEIR_OP_TAKE)
+        return false;
+    uint64_t need = (op->hits ? op->hits : 1) + (p->reserve - p->share);
+    return op->result.remaining >= need;
+}
+
 static void finish(decision *dc)
 {
     size_t n_outcomes = 0;
@@ -134,6 +150,7 @@ static void finish(decision *dc)
         o->key_len = op->key_len;
         o->tier = p->tier;
         o->tenant_override = p->tenant_override;
+        o->shed = denied && !failed && shed_only(p, op);
         if (!s->n_outcomes)
             s->outcomes = o;
         s->n_outcomes++;
@@ -179,6 +196,15 @@ static void finish(decision *dc)
                 dc->st[d].code = WEIR_CODE_OK;
     if (any_quota && all_quota_over)
         over = true;
+    /* over only by the request's priority: every limit that denied it did
+     * so by its share */
+    for (size_t d = 0; d < dc->n; d++) {
+        weir_descriptor_status *s = &dc->st[d];
+        bool shed = s->code == WEIR_CODE_OVER_LIMIT;
+        for (size_t k = 0; shed && k < s->n_outcomes; k++)
+            shed = !s->outcomes[k].denied || s->outcomes[k].shadow || s->outcomes[k].shed;
+        s->shed = shed;
+    }
     dc->cb(dc->arg, over ? WEIR_CODE_OVER_LIMIT : WEIR_CODE_OK, dc->st, dc->n);
     decision_free(dc);
 }

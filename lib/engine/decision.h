@@ -58,6 +58,10 @@ typedef struct pending {
     weir_rule_unit unit;
     int64_t window_us;
     size_t op; /* index in ops[] */
+    /* units a TAKE must leave free (weir_op.reserve), summed over its
+     * sources; `share` of them the request's priority's `shed:` share */
+    uint64_t reserve;
+    uint64_t share;
 } pending;
 
 struct decision {
@@ -136,6 +140,7 @@ static inline void weir__set_unmatched(weir_descriptor_status *s)
     s->local = false;
     s->unlimited = false;
     s->domain_not_found = false;
+    s->shed = false;
     s->outcomes = NULL;
     s->n_outcomes = 0;
 }

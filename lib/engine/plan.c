@@ -250,7 +250,7 @@ void weir__place_op(decision *dc, size_t i, size_t slot)
     op->limit = p->lim;
     op->hits = p->hits;
     op->lease = 0;
-    op->reserve = p->adaptive_reserve;
+    op->reserve = p->reserve;
     op->kind = p->kind;
     op->flags = p->limit->no_local_cache ? WEIR_OP_NO_LOCAL_CACHE : 0u;
     if (p->limit->sync_interval_us && dc->engine->shared_keys)
@@ -280,6 +280,15 @@ static bool keep_key(decision *dc, size_t i, const char *key, size_t len)
     dc->klen[i] = (uint32_t)len;
     dc->kused += len;
     return true;
+}
+
+/* The units the `shed:` share of limit @l keeps free from a request of
+ * priority rank @prio (weir_request.priority): ceil(share x @rpu). */
+static uint64_t shed_share(const weir_rule_limit *l, uint32_t rpu, unsigned prio)
+{
+    if (prio == 0 || prio > WEIR_RULES_MAX_PRIORITIES || !l->shed_bp[prio - 1])
+        return 0;
+    return ((uint64_t)rpu * l->shed_bp[prio - 1] + 9999u) / 10000u;
 }
 
 /* What the planning of one descriptor's limits shares. */
@@ -326,14 +335,18 @@ plan_limit(decision *dc, weir_engine_reader *rd, const weir_request *req, const 
     p->cms = desc->limit ? NULL : lp->cms;
     dc->n_sketch += p->cms != NULL;
     /* an adaptive limit admits up to its controller's limit of the
-     * moment: the rest of requests_per_unit is kept free */
+     * moment: the rest of requests_per_unit is kept free; a priority's
+     * share is of that limit */
     p->adaptive = desc->limit ? NULL : lp->adaptive;
     p->adaptive_reserve = 0;
+    uint32_t capacity = p->rpu;
     if (p->adaptive) {
-        p->adaptive_limit = weir_adaptive_limit(p->adaptive->a);
+        p->adaptive_limit = capacity = weir_adaptive_limit(p->adaptive->a);
         if (p->rpu > p->adaptive_limit)
             p->adaptive_reserve = p->rpu - p->adaptive_limit;
     }
+    p->share = shed_share(l, capacity, req->priority);
+    p->reserve = p->share + p->adaptive_reserve;
     /* a calendar limit counts its period: from @period on */
     bool calendar = l->calendar != WEIR_CALENDAR_NONE && !desc->limit;
     int64_t period = 0;

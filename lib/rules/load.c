@@ -43,6 +43,8 @@ static weir_status begin(weir_ctx *ctx, const weir_rules_options *opts, weir_rul
         ld->opts.max_limits = WEIR_RULES_MAX_LIMITS;
     if ((unsigned)ld->opts.default_failure_mode > WEIR_FAILURE_LOCAL)
         return WEIR_EINVAL;
+    if (!weir__rules_priorities(&ld->opts))
+        return WEIR_EINVAL;
     ld->errors = errors;
     ld->max_errors = max_errors;
     ld->rules = weir__calloc(ctx, 1, sizeof(*ld->rules));

@@ -155,6 +155,11 @@ bool weir__rules_parse_share(const char *s, uint32_t *ppm);
 /* Case-insensitive unit name; false when unknown. */
 bool weir__rules_parse_unit(const char *s, weir_rule_unit *unit, int64_t *window_us);
 
+/* ---- shed.c: the priorities `shed:` names. Puts the default list in
+ * @o when it gives none; false when the list it gives is not one
+ * (weir_rules_options.priorities). */
+bool weir__rules_priorities(weir_rules_options *o);
+
 /* ---- parse.c: one YAML document into the tree. */
 void weir__rules_parse_doc(rules_loader *ld, const char *file, const unsigned char *data,
                            size_t len);

@@ -44,6 +44,7 @@ enum rl_field {
     RL_WARMUP,
     RL_COLD_FACTOR,
     RL_ADAPTIVE,
+    RL_SHED,
     RL_N
 };
 
@@ -69,6 +70,7 @@ static const char *const rl_names[RL_N] = {
     [RL_WARMUP] = "warmup",
     [RL_COLD_FACTOR] = "cold_factor",
     [RL_ADAPTIVE] = "adaptive",
+    [RL_SHED] = "shed",
 };
 
 /* A replaces entry while its limit is read (names are checked at the end,
@@ -371,6 +373,10 @@ static weir_rule_limit *read_rate_limit(yp *p)
             if (!weir__rules_read_adaptive(p, l))
                 return NULL;
             break;
+        case RL_SHED:
+            if (!weir__rules_read_shed(p, l))
+                return NULL;
+            break;
         case RL_N:
             break;
         }
@@ -438,6 +444,10 @@ static weir_rule_limit *read_rate_limit(yp *p)
         l->sync_interval_us = sync_us;
     if (l->sketch_bytes)
         check_sketch(p, l, at[RL_SKETCH], sync_local);
+    if ((seen & (UINT64_C(1) << RL_SHED)) && (l->unlimited || l->sketch_bytes))
+        ERR(p, at[RL_SHED], "'shed' %s",
+            l->unlimited ? "has no effect when unlimited"
+                         : "does not apply to a 'sketch' limit: a sketch keeps no reserve");
     if (!l->unlimited) {
         if ((seen & (UINT64_C(1) << RL_SUB_WINDOWS)) && l->algorithm != WEIR_ALGO_SLIDING_COUNTER)
             ERR(p, at[RL_SUB_WINDOWS], "'sub_windows' only applies to sliding_window_counter");

@@ -73,5 +73,8 @@ bool weir__rules_read_tenants(yp *p, rules_tenants *out);
  * requires of the limit (a concurrency limit, min <= initial <= most). */
 bool weir__rules_read_adaptive(yp *p, weir_rule_limit *l);
 void weir__rules_check_adaptive(yp *p, weir_rule_limit *l, pos at);
+/* shed.c: a limit's `shed:` mapping into l->shed_bp. False only when the
+ * parser died. */
+bool weir__rules_read_shed(yp *p, weir_rule_limit *l);
 
 #endif /* WEIR_RULES_YAML_WALK_H */

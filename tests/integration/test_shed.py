@@ -81,7 +81,7 @@ def test_overload_sheds_sheddable_first(weir_factory):
     assert busy > 0
     m = w.metrics()
     def shed_total(prio, proto="http"):
-        return m.get(("weir_shed_total", (("priority", prio), ("protocol", proto))), 0)
+        return m.get(("weir_shed_total", (("cause", "overload"), ("priority", prio), ("protocol", proto))), 0)
     assert shed_total("sheddable") >= len([x for k in ("sheddable", "descriptor")
                                            for x in results[k] if x[0] == 503])
     assert shed_total("critical") == 0 and shed_total("normal") == 0

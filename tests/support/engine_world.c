@@ -80,7 +80,7 @@ void on_decided(void *arg, weir_code overall, weir_descriptor_status *st, size_t
 weir_code decide(world *w, const char *domain, const weir_descriptor *d, size_t n, uint64_t hits,
                  int64_t now, weir_descriptor_status *st)
 {
-    weir_request req = {domain, strlen(domain), d, n, hits};
+    weir_request req = {domain, strlen(domain), d, n, hits, 0};
     outcome o = {0};
     assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_decided, &o), WEIR_OK);
     /* the memory store completes inline; the deferred store when drained,

@@ -130,7 +130,7 @@ static weir_status start(world *wd, const char *user, seen *s, int64_t timeout_m
     snprintf(value, sizeof(value), "%s", user);
     weir_entry e = {"user", 4, value, strlen(value)};
     weir_descriptor d = {&e, 1, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 0};
+    weir_request req = {"api", 3, &d, 1, 0, 0};
     call *c = call_new(&wd->cn, &ops, &req, sizeof(seen *), 0);
     assert_non_null(c);
     memcpy(c->data, &s, sizeof(s));
@@ -207,7 +207,7 @@ static void refused_runs_nothing(void **unused)
     open_world(&wd, "");
     seen a = {0};
     weir_descriptor d = {NULL, 0, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 0};
+    weir_request req = {"api", 3, &d, 1, 0, 0};
     call *c = call_new(&wd.cn, &ops, &req, sizeof(seen *), 0);
     assert_non_null(c);
     seen *p = &a;

@@ -1,7 +1,8 @@
 /*
  * test_shed.c - priorities and the loop's lag (daemon/shed.c): the
  * settings read or refused, a request's priority from what its protocol
- * gives, then a descriptor, then the default, and the lag's average.
+ * gives, then a descriptor, then the default, the lag's average, and
+ * which denials are a share's (answered overloaded) and which a limit's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,7 +64,7 @@ static void priority_of_a_request(void **unused)
                bogus = {"priority", 8, "urgent", 6};
     weir_entry two[] = {{"priority", 8, "critical", 8}, {"user", 4, "u", 1}};
     weir_descriptor d[3] = {{&user, 1, false, 0, NULL}, {&prio, 1, false, 0, NULL}};
-    weir_request r = {"api", 3, d, 1, 0};
+    weir_request r = {"api", 3, d, 1, 0, 0};
     assert_int_equal(shed_priority_of(&c, &r, -1), 1); /* the default */
     assert_int_equal(shed_priority_of(&c, &r, 0), 0);  /* the protocol's */
     r.n_descriptors = 2;
@@ -73,6 +74,36 @@ static void priority_of_a_request(void **unused)
     assert_int_equal(shed_priority_of(&c, &r, -1), 1); /* not a priority: none */
     d[1] = (weir_descriptor){two, 2, false, 0, NULL};
     assert_int_equal(shed_priority_of(&c, &r, -1), 1); /* one entry only */
+}
+
+/* A request is shed by shares only when every descriptor over its limit
+ * is so by shares alone, and it has a priority. */
+static void denied_by_shares(void **unused)
+{
+    (void)unused;
+    shed_config c;
+    char err[256], msg[192];
+    assert_true(shed_configure(&c, "critical,normal,sheddable", "normal", "priority", "", err,
+                               sizeof(err)));
+    weir_request r = {"api", 3, NULL, 0, 0, 3};
+    weir_descriptor_status st[3];
+    memset(st, 0, sizeof(st));
+    st[0].code = WEIR_CODE_OK;
+    st[1].code = st[2].code = WEIR_CODE_OVER_LIMIT;
+    st[1].shed = st[2].shed = true;
+    assert_true(shed_by_share(&c, &r, WEIR_CODE_OVER_LIMIT, st, 3, msg, sizeof(msg)));
+    assert_non_null(strstr(msg, "overloaded: sheddable requests are shed"));
+    /* admitted: nothing to shed */
+    assert_false(shed_by_share(&c, &r, WEIR_CODE_OK, st, 1, msg, sizeof(msg)));
+    /* a limit itself denies one descriptor: over limit */
+    st[2].shed = false;
+    assert_false(shed_by_share(&c, &r, WEIR_CODE_OVER_LIMIT, st, 3, msg, sizeof(msg)));
+    st[2].shed = true;
+    /* no priority, or one past the list: no share applied */
+    r.priority = 0;
+    assert_false(shed_by_share(&c, &r, WEIR_CODE_OVER_LIMIT, st, 3, msg, sizeof(msg)));
+    r.priority = 4;
+    assert_false(shed_by_share(&c, &r, WEIR_CODE_OVER_LIMIT, st, 3, msg, sizeof(msg)));
 }
 
 static void the_lag(void **unused)
@@ -107,6 +138,7 @@ int main(void)
         cmocka_unit_test(settings),
         cmocka_unit_test(priority_of_a_request),
         cmocka_unit_test(the_lag),
+        cmocka_unit_test(denied_by_shares),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -69,7 +69,8 @@ static held acquire(world *w, int64_t now)
 {
     weir_entry e[] = {E("backend", "db")};
     weir_descriptor d = {e, 1, false, 0, NULL};
-    weir_request req = {"svc", 3, &d, 1, 1};
+    weir_request req = {
+        .domain = "svc", .domain_len = 3, .descriptors = &d, .n_descriptors = 1, .hits = 1};
     weir_descriptor_status st[1];
     held h = {0};
     assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_acquired, &h), WEIR_OK);
@@ -225,12 +226,54 @@ static void a_reload_keeps_what_was_learnt(void **unused)
     close_world(&w);
 }
 
+/* A priority's share of an adaptive limit is of its controller's limit. */
+static void shares_of_the_limit_in_force(void **unused)
+{
+    (void)unused;
+    world w;
+    open_world(&w, "domain: svc\n"
+                   "descriptors:\n"
+                   "  - key: backend\n"
+                   "    rate_limit:\n"
+                   "      unit: minute\n"
+                   "      requests_per_unit: 20\n"
+                   "      algorithm: concurrency\n"
+                   "      name: pool\n"
+                   "      adaptive: {controller: aimd, initial: 4, min: 1}\n"
+                   "      shed: {sheddable: 50%}\n");
+    weir_entry e[] = {E("backend", "db")};
+    weir_descriptor d = {e, 1, false, 0, NULL};
+    weir_descriptor_status st[1];
+    int admitted[2] = {0, 0}, shed = 0;
+    /* sheddable (rank 3) first: 4 - 2 kept free; then critical up to 4 */
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 4; i++) {
+            weir_request req = {.domain = "svc",
+                                .domain_len = 3,
+                                .descriptors = &d,
+                                .n_descriptors = 1,
+                                .hits = 1,
+                                .priority = round == 0 ? 3u : 1u};
+            outcome o = {0};
+            assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_OK);
+            settle(&w);
+            assert_int_equal(o.calls, 1);
+            admitted[round] += o.overall == WEIR_CODE_OK;
+            shed += o.overall != WEIR_CODE_OK && st[0].shed;
+        }
+    assert_int_equal(admitted[0], 2);
+    assert_int_equal(shed, 2);
+    assert_int_equal(admitted[1], 2);
+    close_world(&w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(admits_up_to_the_controllers_limit),
         cmocka_unit_test(a_lease_past_its_timeout_is_a_drop),
         cmocka_unit_test(a_reload_keeps_what_was_learnt),
+        cmocka_unit_test(shares_of_the_limit_in_force),
     };
     int failed = cmocka_run_group_tests_name("memory store", tests, world_use_memory, NULL);
     world_deferred_opts.shared_keys = true;

@@ -102,7 +102,7 @@ static void outcomes_of_every_limit(void **unused)
                    "      - {unit: day, requests_per_unit: 100, name: per_day}\n");
     weir_entry user[] = {E("user", "alice")};
     weir_descriptor d = {user, 1, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 0};
+    weir_request req = {"api", 3, &d, 1, 0, 0};
     weir_descriptor_status st[1];
     outcome o = {0};
     for (int i = 0; i < 3; i++) {
@@ -146,14 +146,14 @@ static void unmatched_unknown_and_errors(void **unused)
     assert_true(st[0].domain_not_found);
 
     outcome o = {0};
-    weir_request empty_domain = {"", 0, &d, 1, 0};
+    weir_request empty_domain = {"", 0, &d, 1, 0, 0};
     assert_int_equal(weir_engine_decide(w.reader, &empty_domain, 0, st, on_decided, &o),
                      WEIR_EINVAL);
-    weir_request no_desc = {"api", 3, &d, 0, 0};
+    weir_request no_desc = {"api", 3, &d, 0, 0, 0};
     assert_int_equal(weir_engine_decide(w.reader, &no_desc, 0, st, on_decided, &o), WEIR_EINVAL);
     weir_limit_override bad = {5, WEIR_UNIT_NONE};
     weir_descriptor over = {other, 1, false, 0, &bad};
-    weir_request bad_override = {"api", 3, &over, 1, 0};
+    weir_request bad_override = {"api", 3, &over, 1, 0, 0};
     assert_int_equal(weir_engine_decide(w.reader, &bad_override, 0, st, on_decided, &o),
                      WEIR_EINVAL);
     assert_int_equal(o.calls, 0); /* refused decisions never call back */
@@ -177,7 +177,7 @@ static void overrides_refused(void **unused)
     weir_descriptor ds[2] = {{path, 1, false, 0, NULL}, {other, 1, false, 0, &mine}};
     weir_descriptor_status st[2];
     outcome o = {0};
-    weir_request req = {"api", 3, ds, 2, 0};
+    weir_request req = {"api", 3, ds, 2, 0, 0};
     assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_decided, &o), WEIR_EINVAL);
     weir_refusal why = weir_engine_refusal(w.reader);
     assert_int_equal(why.code, WEIR_REFUSAL_OVERRIDE_REFUSED);
@@ -260,7 +260,7 @@ static void bad_descriptor_after_good_ones_charges_nothing(void **unused)
     outcome o = {0};
     for (int b = 0; b < 4; b++) {
         weir_descriptor d[2] = {{user, 1, false, 0, NULL}, bad[b]};
-        weir_request known = {"api", 3, d, 2, 0}, unknown = {"nope", 4, d, 2, 0};
+        weir_request known = {"api", 3, d, 2, 0, 0}, unknown = {"nope", 4, d, 2, 0, 0};
         assert_int_equal(weir_engine_decide(w.reader, &known, 0, st, on_decided, &o), WEIR_EINVAL);
         assert_int_equal(weir_engine_decide(w.reader, &unknown, 0, st, on_decided, &o),
                          WEIR_EINVAL);
@@ -562,7 +562,7 @@ static void decide_inside_a_callback(void **unused)
     weir_entry user[] = {E("user", "dave")};
     weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
     weir_descriptor_status st[1];
-    weir_request req = {"api", 3, d, 1, 0};
+    weir_request req = {"api", 3, d, 1, 0, 0};
     assert_int_equal(weir_engine_decide(w.reader, &req, 0, st, on_outer, &x), WEIR_OK);
     settle(&w);
     assert_int_equal(x.inner, WEIR_CODE_OK);
@@ -699,7 +699,7 @@ static void refusals_name_their_reason(void **unused)
                  : rows[i].second == 3 ? good_unit
                  : rows[i].second == 4 ? too_long
                                        : ok;
-        weir_request r = {rows[i].domain, strlen(rows[i].domain), two, rows[i].n, 0};
+        weir_request r = {rows[i].domain, strlen(rows[i].domain), two, rows[i].n, 0, 0};
         assert_int_equal(weir_engine_decide(w.reader, &r, 0, st, on_decided, &o), rows[i].status);
         weir_refusal why = weir_engine_refusal(w.reader);
         size_t len = weir_refusal_text(why, buf, sizeof(buf));
@@ -754,7 +754,7 @@ static void refused_batch_completes_at_once(void **unused)
     weir_entry user[] = {E("user", "gil")};
     weir_descriptor d[1] = {{user, 1, false, 0, NULL}};
     weir_descriptor_status st[1];
-    weir_request req = {"api", 3, d, 1, 0};
+    weir_request req = {"api", 3, d, 1, 0, 0};
     /* the first submit goes through and the second is refused: spend one */
     decide(&w, "api", d, 1, 0, 0, st);
     assert_int_equal(st[0].remaining, 9);

@@ -82,7 +82,7 @@ static void *decider(void *arg)
         int len = snprintf(v, sizeof(v), "/p%d", i % 500);
         weir_entry path[] = {{"path", 4, v, (size_t)len}};
         weir_descriptor d[2] = {{user, 1, false, 0, NULL}, {path, 1, true, 0, NULL}};
-        weir_request req = {"api", 3, d, 2, 1};
+        weir_request req = {"api", 3, d, 2, 1, 0};
         weir_descriptor_status st[2];
         seen s = {0};
         if (weir_engine_decide(r, &req, i, st, on_decided, &s) != WEIR_OK || s.calls != 1) {
@@ -173,7 +173,7 @@ static void *late_decider(void *arg)
         int len = snprintf(v, sizeof(v), "/p%d", i % 500);
         weir_entry path[] = {{"path", 4, v, (size_t)len}};
         weir_descriptor d[2] = {{user, 1, false, 0, NULL}, {path, 1, true, 0, NULL}};
-        weir_request req = {"api", 3, d, 2, 1};
+        weir_request req = {"api", 3, d, 2, 1, 0};
         late *l = calloc(1, sizeof(*l));
         if (!l) {
             atomic_fetch_add(&sh->errors, 1);

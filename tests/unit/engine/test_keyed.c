@@ -205,7 +205,7 @@ static weir_code rule_decide(world *w, int64_t now)
 {
     weir_entry e = {"user", 4, "hal", 3};
     weir_descriptor d = {&e, 1, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 1};
+    weir_request req = {"api", 3, &d, 1, 1, 0};
     weir_descriptor_status st[1];
     weir_code code = 0;
     assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_rule, &code), WEIR_OK);
@@ -355,7 +355,7 @@ static held acquire(world *w, int64_t now)
 {
     weir_entry e = {"conn", 4, "c1", 2};
     weir_descriptor d = {&e, 1, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 1};
+    weir_request req = {"api", 3, &d, 1, 1, 0};
     weir_descriptor_status st[1];
     held h = {0};
     assert_int_equal(weir_engine_decide(w->reader, &req, now, st, on_acquired, &h), WEIR_OK);

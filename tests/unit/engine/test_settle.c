@@ -32,7 +32,7 @@ static const char *rules =
 static weir_code settle_req(world *w, const weir_descriptor *d, size_t n, uint64_t est,
                             uint64_t cost, weir_descriptor_status *st)
 {
-    weir_request req = {"llm", 3, d, n, est};
+    weir_request req = {"llm", 3, d, n, est, 0};
     outcome o = {0};
     assert_int_equal(weir_engine_settle(w->reader, &req, cost, 0, st, on_decided, &o), WEIR_OK);
     settle(w);

@@ -126,7 +126,7 @@ static void overrides_come_first(void **unused)
 static void outcomes_of(world *w, const weir_entry *e, size_t n, outcome *o)
 {
     weir_descriptor d = {e, n, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 0};
+    weir_request req = {"api", 3, &d, 1, 0, 0};
     weir_descriptor_status st;
     memset(o, 0, sizeof(*o));
     assert_int_equal(weir_engine_decide(w->reader, &req, 0, &st, on_decided, o), WEIR_OK);

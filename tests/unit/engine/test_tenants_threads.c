@@ -59,7 +59,7 @@ static void *decider(void *arg)
     }
     weir_entry e[] = {{"api_key", 7, "big", 3}};
     weir_descriptor d = {e, 1, false, 0, NULL};
-    weir_request req = {"api", 3, &d, 1, 0};
+    weir_request req = {"api", 3, &d, 1, 0, 0};
     for (int i = 0; i < ATTEMPTS; i++) {
         weir_descriptor_status st;
         weir_code code = WEIR_CODE_OVER_LIMIT;

@@ -646,7 +646,7 @@ static void failure_modes_and_local_share(void **unused)
     assert_false(a->no_local_cache);
     weir_rules_free(r);
     /* the load's default for limits that name none */
-    weir_rules_options o = {sizeof(o), false, 0, 0, 0, WEIR_FAILURE_LOCAL, false};
+    weir_rules_options o = {sizeof(o), false, 0, 0, 0, WEIR_FAILURE_LOCAL, false, NULL, 0};
     r = load_ok_opts(yaml, &o);
     d = weir_rules_domain_at(r, 0);
     assert_int_equal(only_limit(weir_rules_domain_rule(d, 1))->failure_mode, WEIR_FAILURE_LOCAL);

@@ -95,6 +95,26 @@ static void bad_rules(void **unused)
     assert_int_equal(run("check", "/nonexistent/weir/rules.yaml", NULL), 1);
 }
 
+/* `shed:` names the priorities --priorities gives (the default's without) */
+static void priorities(void **unused)
+{
+    (void)unused;
+    char *p = write_temp("domain: d\n"
+                         "descriptors:\n"
+                         "  - key: k\n"
+                         "    rate_limit: {unit: minute, requests_per_unit: 5, "
+                         "shed: {bronze: 20%}}\n");
+    const char *gold[] = {"config", "check", "--priorities", "gold,silver,bronze", p};
+    assert_int_equal(call(5, gold), 0);
+    assert_int_equal(run("check", p, NULL), 1); /* no bronze by default */
+    const char *twice[] = {"config", "check", "--priorities", "gold,gold,bronze", p};
+    assert_int_equal(call(5, twice), 1);
+    const char *nine[] = {"config", "check", "--priorities", "a,b,c,d,e,f,g,h,bronze", p};
+    assert_int_equal(call(5, nine), 2);
+    unlink(p);
+    free(p);
+}
+
 static void bad_arguments(void **unused)
 {
     (void)unused;
@@ -109,10 +129,9 @@ static void bad_arguments(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(good_rules),
-        cmocka_unit_test(bad_rules),
-        cmocka_unit_test(warnings_and_strict),
-        cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(good_rules),          cmocka_unit_test(bad_rules),
+        cmocka_unit_test(warnings_and_strict), cmocka_unit_test(bad_arguments),
+        cmocka_unit_test(priorities),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,7 +148,7 @@ static void encode_request_matches_protoc(void **state)
         {.entries = e1, .n_entries = 2},
         {.entries = e2, .n_entries = 1, .has_hits = true, .hits = 0, .limit = &o},
     };
-    weir_request req = {"edge", 4, descs, 2, 3};
+    weir_request req = {"edge", 4, descs, 2, 3, 0};
     weir_buf b;
     weir_buf_init(&b, 1 << 20);
     weir_rls_encode_request(&b, &req);
@@ -173,7 +173,7 @@ static void round_trip(void **state)
         {.entries = e3, .n_entries = 1, .limit = &o},
     };
     /* the request's hits saturate to uint32 */
-    weir_request req = {"domain", 6, descs, 3, UINT64_C(1) << 40};
+    weir_request req = {"domain", 6, descs, 3, UINT64_C(1) << 40, 0};
     weir_buf b;
     weir_buf_init(&b, 1 << 20);
     weir_rls_encode_request(&b, &req);
@@ -305,7 +305,7 @@ static void encode_shape(weir_buf *b, size_t n_desc, size_t n_entries, size_t bi
         entries[i] = (weir_entry){"k", 1, "v", 1};
     for (size_t i = 0; i < n_desc; i++)
         descs[i] = (weir_descriptor){.entries = entries, .n_entries = i == big_at ? n_entries : 1};
-    weir_request req = {"d", 1, descs, n_desc, 0};
+    weir_request req = {"d", 1, descs, n_desc, 0, 0};
     weir_buf_clear(b);
     weir_rls_encode_request(b, &req);
     assert_true(weir_buf_ok(b));

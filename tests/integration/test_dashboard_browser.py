@@ -25,7 +25,7 @@ try:
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.common.exceptions import TimeoutException
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 except ImportError:  # pragma: no cover - the skip below says so
@@ -159,7 +159,11 @@ def number(s):
 
 def wait(d, what, cond, timeout=20, detail=None):
     try:
-        return WebDriverWait(d, timeout, poll_frequency=0.2).until(lambda _: cond())
+        # the panels are drawn anew every second: an element found may be
+        # gone by the next call, and the next poll finds the new one
+        return WebDriverWait(d, timeout, poll_frequency=0.2,
+                             ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda _: cond())
     except TimeoutException:
         raise AssertionError(f"{what} within {timeout} s" +
                              (f"; the page shows: {detail()!r}" if detail else "")) from None
@@ -200,10 +204,19 @@ def check_contrast(d, scheme):
     assert not low, f"{scheme}: text below WCAG AA 4.5:1: {low}"
 
 
-def adaptive_cells(d):
-    rows = d.find_elements(By.CSS_SELECTOR, "#adaptive-table tbody tr")
-    assert len(rows) == 1
-    return [c.text for c in rows[0].find_elements(By.CSS_SELECTOR, "td, th")]
+def adaptive_panel(d):
+    """The adaptive panel read in one go (it is drawn anew every second,
+    so elements found one call apart may be gone): its one row's cells,
+    its chart's path and its caption."""
+    got = d.execute_script("""
+        const rows = [...document.querySelectorAll('#adaptive-table tbody tr')];
+        const path = document.querySelector('#adaptive-body svg path.line');
+        const cap = document.querySelector('#adaptive-body figcaption');
+        return {rows: rows.map((r) => [...r.querySelectorAll('td, th')].map((c) => c.textContent)),
+                path: path ? path.getAttribute('d') : null, caption: cap ? cap.textContent : null};
+    """)
+    assert len(got["rows"]) == 1, got
+    return got["rows"][0], got["path"], got["caption"]
 
 
 def test_dashboard_live_under_load(weir, browser, shots):
@@ -228,15 +241,15 @@ def test_dashboard_live_under_load(weir, browser, shots):
 
     # an adaptive limit: four leases given back as dropped halve it, and
     # its panel shows the new limit and the step
-    assert adaptive_cells(d)[:5] == ["api", "reports", "aimd", "10", "3–40"]
+    assert adaptive_panel(d)[0][:5] == ["api", "reports", "aimd", "10", "3–40"]
     for _ in range(4):
         lease = weir.check("api", {"backend": "reports"}, path="/v1/acquire").json()["lease"]
         assert weir.post("/v1/release?dropped=true", {"lease": lease}).status == 200
-    wait(d, "the adaptive limit halved", lambda: adaptive_cells(d)[3] == "5")
-    assert adaptive_cells(d)[7:] == ["4", "4"]
-    assert d.find_element(By.CSS_SELECTOR, "#adaptive-body svg path.line").get_attribute("d")
-    assert d.find_element(By.CSS_SELECTOR, "#adaptive-body figcaption").text == (
-        "api reports: limit 5 of 40; 1 change kept.")
+    cells, path, caption = wait(d, "the adaptive limit halved",
+                                lambda: (p := adaptive_panel(d))[0][3] == "5" and p)
+    assert cells[7:] == ["4", "4"]
+    assert path and path.startswith("M"), path
+    assert caption == "api reports: limit 5 of 40; 1 change kept.", caption
 
     with Load(weir.port) as load:
         wait(d, "allowed and denied counted",

@@ -71,8 +71,14 @@ static void released(conn *c, void *arg, const lease_counts *n, bool later)
     http_answer *a = *(http_answer **)arg;
     worker *w = c->w;
     weir_buf_clear(&w->body);
-    weir_buf_printf(&w->body, "{\"leases\":%zu,\"released\":%zu,\"failed\":%zu}", n->leases,
-                    n->released, n->failed);
+    /* every release: not through printf (a fiftieth of a pair's CPU) */
+    weir_buf_puts(&w->body, "{\"leases\":");
+    weir_buf_put_u64(&w->body, n->leases);
+    weir_buf_puts(&w->body, ",\"released\":");
+    weir_buf_put_u64(&w->body, n->released);
+    weir_buf_puts(&w->body, ",\"failed\":");
+    weir_buf_put_u64(&w->body, n->failed);
+    weir_buf_putc(&w->body, '}');
     http_answer_respond(a, 200, "application/json", NULL, w->body.p, w->body.len);
     if (later)
         conn_kick(c);
